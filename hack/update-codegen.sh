@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Regenerates everything under pkg/generated and the zz_generated files in
+# pkg/apis with the code-generator version pinned in go.mod.
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${ROOT}"
+CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+# shellcheck source=/dev/null
+source "${CODEGEN_PKG}/kube_codegen.sh"
+
+THIS_PKG=capn.dev/capn
+BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"
+
+kube::codegen::gen_helpers --boilerplate "${BOILERPLATE}" "${ROOT}/pkg/apis"
+
+kube::codegen::gen_openapi \
+    --output-dir "${ROOT}/pkg/generated/openapi" \
+    --output-pkg "${THIS_PKG}/pkg/generated/openapi" \
+    --output-model-name-file zz_generated.model_name.go \
+    --report-filename "${ROOT}/hack/api-violations.list" \
+    --update-report \
+    --boilerplate "${BOILERPLATE}" \
+    "${ROOT}/pkg/apis"
+
+kube::codegen::gen_client \
+    --with-watch \
+    --with-applyconfig \
+    --applyconfig-openapi-schema <(go run "${THIS_PKG}/pkg/generated/openapi/cmd/models-schema") \
+    --output-dir "${ROOT}/pkg/generated" \
+    --output-pkg "${THIS_PKG}/pkg/generated" \
+    --boilerplate "${BOILERPLATE}" \
+    "${ROOT}/pkg/apis"

@@ -1,0 +1,316 @@
+package capn
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NestedCluster is a Kubernetes control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler) that capn runs as pods in the
+// management cluster on behalf of a tenant.
+type NestedCluster struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired control plane.
+	// +optional
+	Spec NestedClusterSpec `json:"spec,omitempty"`
+	// status is what the provisioner last observed. Read-only.
+	// +optional
+	Status NestedClusterStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NestedClusterList is a list of NestedClusters.
+type NestedClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []NestedCluster `json:"items"`
+}
+
+// NestedClusterSpec is the desired state of a tenant control plane.
+type NestedClusterSpec struct {
+	// version is the Kubernetes version of the control plane, e.g. v1.37.2.
+	// Defaults to the newest supported version. Changing it starts an ordered
+	// upgrade (apiserver, controller-manager, scheduler; etcd is untouched);
+	// it may move forward by at most one minor at a time.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// clusterNetwork holds the tenant's service and pod ranges and DNS domain.
+	// +optional
+	ClusterNetwork ClusterNetwork `json:"clusterNetwork,omitempty"`
+
+	// etcd selects a managed etcd (the default) or an external one.
+	// +optional
+	Etcd EtcdSpec `json:"etcd,omitempty"`
+
+	// apiServer configures kube-apiserver. Its replicas are what /scale serves.
+	// +optional
+	APIServer APIServerSpec `json:"apiServer,omitempty"`
+
+	// controllerManager configures kube-controller-manager.
+	// +optional
+	ControllerManager ComponentSpec `json:"controllerManager,omitempty"`
+
+	// scheduler configures kube-scheduler.
+	// +optional
+	Scheduler ComponentSpec `json:"scheduler,omitempty"`
+
+	// paused stops the provisioner from changing anything for this cluster.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// ClusterNetwork is the tenant cluster's network configuration.
+type ClusterNetwork struct {
+	// serviceCIDR is the tenant's Service IP range. Defaults to 10.96.0.0/12.
+	// +optional
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+	// podCIDR is the tenant's Pod IP range. Defaults to 10.244.0.0/16.
+	// Must not overlap serviceCIDR.
+	// +optional
+	PodCIDR string `json:"podCIDR,omitempty"`
+	// dnsDomain is the tenant's cluster DNS domain. Defaults to cluster.local.
+	// +optional
+	DNSDomain string `json:"dnsDomain,omitempty"`
+}
+
+// EtcdSpec selects where the control plane keeps its state. Exactly one of
+// managed or external is set; managed is the default.
+type EtcdSpec struct {
+	// managed runs a basic etcd for this cluster as pods.
+	// +optional
+	Managed *ManagedEtcd `json:"managed,omitempty"`
+	// external points the apiserver at an etcd that capn does not run.
+	// +optional
+	External *ExternalEtcd `json:"external,omitempty"`
+}
+
+// ManagedEtcd is a basic etcd that capn runs for the cluster.
+type ManagedEtcd struct {
+	// replicas is 1 or 3. Immutable: etcd membership changes are out of scope.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// image overrides the etcd image. It is the only way etcd's image
+	// changes; a version upgrade never touches etcd.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// storage is where etcd keeps its data. Immutable.
+	// +optional
+	Storage EtcdStorage `json:"storage,omitempty"`
+	// resources for each etcd container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// EtcdStorageType is where a managed etcd keeps its data.
+type EtcdStorageType string
+
+const (
+	// EtcdStorageMemory keeps data in tmpfs: for development only.
+	EtcdStorageMemory EtcdStorageType = "Memory"
+	// EtcdStorageEmptyDir keeps data on the node for the pod's lifetime.
+	EtcdStorageEmptyDir EtcdStorageType = "EmptyDir"
+	// EtcdStoragePersistentVolumeClaim keeps data in one PVC per member.
+	EtcdStoragePersistentVolumeClaim EtcdStorageType = "PersistentVolumeClaim"
+)
+
+// EtcdStorage configures a managed etcd's data volume.
+type EtcdStorage struct {
+	// type is Memory, EmptyDir (the default) or PersistentVolumeClaim.
+	// +optional
+	Type EtcdStorageType `json:"type,omitempty"`
+	// size of the volume. Required for PersistentVolumeClaim, optional limit
+	// for Memory and EmptyDir.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// storageClassName for PersistentVolumeClaim; empty uses the default class.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// ExternalEtcd is an etcd run by someone else (an operator, a managed
+// service). capn only wires the apiserver to it.
+type ExternalEtcd struct {
+	// endpoints are the etcd client URLs, https://host:port.
+	// +listType=atomic
+	Endpoints []string `json:"endpoints"`
+	// caSecretRef names a Secret in the NestedCluster's namespace whose
+	// key ca.crt holds the etcd CA bundle.
+	CASecretRef SecretReference `json:"caSecretRef"`
+	// clientSecretRef names a kubernetes.io/tls Secret in the NestedCluster's
+	// namespace holding the apiserver's etcd client certificate and key.
+	ClientSecretRef SecretReference `json:"clientSecretRef"`
+	// prefix is the etcd key prefix. Defaults to /registry.
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// SecretReference names a Secret in the NestedCluster's own namespace.
+type SecretReference struct {
+	// name of the Secret.
+	Name string `json:"name"`
+}
+
+// ComponentSpec configures one control-plane component and lets a user swap
+// in a custom implementation.
+type ComponentSpec struct {
+	// replicas of this component. Defaults to 1. Leader election is on
+	// whenever replicas > 1.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// image replaces the component's default image for spec.version.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// command replaces the container entrypoint.
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty"`
+	// extraArgs are flags added to (or overriding) the generated ones, keyed
+	// by flag name without leading dashes. Flags that wire the component to
+	// its PKI, etcd or kubeconfig are owned by capn and refused.
+	// +optional
+	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
+	// env is added to the component container.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// resources of the component container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// podTemplate is merged (strategic merge) over the generated pod template.
+	// Privileged containers, host namespaces and hostPath volumes are refused.
+	// +optional
+	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
+}
+
+// APIServerSpec configures the tenant kube-apiserver.
+type APIServerSpec struct {
+	ComponentSpec `json:",inline"`
+	// service exposes the apiserver in the management cluster.
+	// +optional
+	Service APIServerService `json:"service,omitempty"`
+	// certSANs are extra DNS names or IPs for the serving certificate.
+	// +optional
+	// +listType=atomic
+	CertSANs []string `json:"certSANs,omitempty"`
+}
+
+// APIServerService is how the tenant apiserver is exposed.
+type APIServerService struct {
+	// type is ClusterIP (the default), NodePort or LoadBalancer.
+	// +optional
+	Type corev1.ServiceType `json:"type,omitempty"`
+	// port of the Service. Defaults to 6443.
+	// +optional
+	Port int32 `json:"port,omitempty"`
+}
+
+// NestedClusterPhase is a one-word summary of the cluster's state.
+type NestedClusterPhase string
+
+const (
+	PhaseProvisioning NestedClusterPhase = "Provisioning"
+	PhaseReady        NestedClusterPhase = "Ready"
+	PhaseUpgrading    NestedClusterPhase = "Upgrading"
+	PhaseDegraded     NestedClusterPhase = "Degraded"
+	PhaseDeleting     NestedClusterPhase = "Deleting"
+	PhasePaused       NestedClusterPhase = "Paused"
+)
+
+// NestedClusterStatus is the observed state of a tenant control plane.
+type NestedClusterStatus struct {
+	// observedGeneration is the spec generation the provisioner last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// phase summarises the conditions.
+	// +optional
+	Phase NestedClusterPhase `json:"phase,omitempty"`
+	// conditions: EtcdReady, APIServerAvailable, ControllerManagerAvailable,
+	// SchedulerAvailable, Progressing, Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// etcd is the managed etcd's rollout state.
+	// +optional
+	Etcd ComponentStatus `json:"etcd,omitempty"`
+	// apiServer is kube-apiserver's rollout state.
+	// +optional
+	APIServer ComponentStatus `json:"apiServer,omitempty"`
+	// controllerManager is kube-controller-manager's rollout state.
+	// +optional
+	ControllerManager ComponentStatus `json:"controllerManager,omitempty"`
+	// scheduler is kube-scheduler's rollout state.
+	// +optional
+	Scheduler ComponentStatus `json:"scheduler,omitempty"`
+	// endpoint is the URL of the tenant apiserver.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// upgrade describes the current or last version upgrade.
+	// +optional
+	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
+	// replicas is the number of apiserver pods, for the /scale subresource.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// selector is the label selector of apiserver pods, for /scale and HPA.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+}
+
+// ComponentStatus is the rollout state of one component.
+type ComponentStatus struct {
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	// version the component's pods run.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// image the component's pods run.
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// UpgradeStatus tracks an ordered upgrade.
+type UpgradeStatus struct {
+	// from is the version the upgrade started from.
+	From string `json:"from"`
+	// to is the target version.
+	To string `json:"to"`
+	// component is the component being rolled (kube-apiserver,
+	// kube-controller-manager, kube-scheduler); empty when finished.
+	// +optional
+	Component string `json:"component,omitempty"`
+	// startedAt is when the upgrade began.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// finishedAt is set once every component runs the target version.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NestedClusterUpgrade is the body of a POST to nestedclusters/NAME/upgrade.
+// It sets spec.version after checking the skew policy; the provisioner then
+// performs the ordered upgrade.
+type NestedClusterUpgrade struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// version is the target Kubernetes version, e.g. v1.37.2.
+	Version string `json:"version"`
+}
