@@ -18,6 +18,9 @@ kube::codegen::gen_openapi \
     --output-dir "${ROOT}/pkg/generated/openapi" \
     --output-pkg "${THIS_PKG}/pkg/generated/openapi" \
     --output-model-name-file zz_generated.model_name.go \
+    --extra-pkgs k8s.io/api/core/v1 \
+    --extra-pkgs k8s.io/api/autoscaling/v1 \
+    --extra-pkgs k8s.io/apimachinery/pkg/util/intstr \
     --report-filename "${ROOT}/hack/api-violations.list" \
     --update-report \
     --boilerplate "${BOILERPLATE}" \

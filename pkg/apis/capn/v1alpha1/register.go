@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,7 +34,16 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedClusterUpgrade{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
-	return nil
+	// Without this, list/watch field selectors beyond name and namespace
+	// are refused before they reach the store's GetAttrs.
+	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("NestedCluster"),
+		func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "metadata.namespace", "status.phase":
+				return label, value, nil
+			}
+			return "", "", fmt.Errorf("field label not supported: %s", label)
+		})
 }
 
 // Resource qualifies a resource name with this group.

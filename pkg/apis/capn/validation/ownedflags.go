@@ -1,0 +1,106 @@
+package validation
+
+import "strings"
+
+// Reasons shared by several flags, so one wording explains one mechanism.
+const (
+	whyServingCert  = "it points at the serving certificate capn issues (add names with spec.apiServer.certSANs)"
+	whyOwnCert      = "it points at the serving certificate capn issues for the component"
+	whyClusterCA    = "it points at the cluster CA capn issues"
+	whyFrontProxy   = "it configures front-proxy authentication against the CA capn issues"
+	whyEtcdPKI      = "it points at the etcd client certificates capn mounts"
+	whySecurePort   = "capn's Service and probes target the port it sets"
+	whyBindAddress  = "capn's Service and probes must reach the component"
+	whyKubeconfig   = "it points at the kubeconfig capn issues for the component"
+	whyLeaderElect  = "capn turns leader election on whenever replicas > 1"
+	whyServiceRange = "it is set from spec.clusterNetwork.serviceCIDR"
+	whySigner       = "it points at the cluster CA capn issues for signing certificates"
+	whyServiceAcct  = "service account flags are tied to the signing keys capn generates for the cluster"
+)
+
+// OwnedFlags lists, per component, the flags capn sets itself and a tenant
+// may not override through extraArgs, each with the reason shown to the user.
+// They wire a component to its PKI, etcd, kubeconfig or network ranges; an
+// override would break the control plane or widen what it trusts. Flags with
+// the prefix "service-account-" are also owned for kube-apiserver and
+// kube-controller-manager (see OwnedFlag).
+var OwnedFlags = map[string]map[string]string{
+	componentAPIServer: {
+		"etcd-servers":                       "it wires kube-apiserver to its etcd",
+		"etcd-cafile":                        whyEtcdPKI,
+		"etcd-certfile":                      whyEtcdPKI,
+		"etcd-keyfile":                       whyEtcdPKI,
+		"etcd-prefix":                        "it is set from spec.etcd (external.prefix, or /registry for managed etcd)",
+		"tls-cert-file":                      whyServingCert,
+		"tls-private-key-file":               whyServingCert,
+		"cert-dir":                           "capn mounts the apiserver's certificates at a fixed path",
+		"client-ca-file":                     whyClusterCA,
+		"kubelet-client-certificate":         "it points at the kubelet client certificate capn issues",
+		"kubelet-client-key":                 "it points at the kubelet client certificate capn issues",
+		"proxy-client-cert-file":             "it points at the front-proxy client certificate capn issues",
+		"proxy-client-key-file":              "it points at the front-proxy client certificate capn issues",
+		"requestheader-client-ca-file":       whyFrontProxy,
+		"requestheader-allowed-names":        whyFrontProxy,
+		"requestheader-username-headers":     whyFrontProxy,
+		"requestheader-uid-headers":          whyFrontProxy,
+		"requestheader-group-headers":        whyFrontProxy,
+		"requestheader-extra-headers-prefix": whyFrontProxy,
+		"service-cluster-ip-range":           whyServiceRange,
+		"secure-port":                        whySecurePort,
+		"bind-address":                       whyBindAddress,
+		"authorization-mode":                 "tenant clusters always authorize with Node,RBAC, which capn's own access relies on",
+		"anonymous-auth":                     "anonymous access stays off on an apiserver reachable from the management cluster",
+		"token-auth-file":                    "static token files are not supported: the file would live in capn's pod",
+	},
+	componentControllerManager: {
+		"kubeconfig":                                      whyKubeconfig,
+		"authentication-kubeconfig":                       whyKubeconfig,
+		"authorization-kubeconfig":                        whyKubeconfig,
+		"root-ca-file":                                    whyClusterCA,
+		"cluster-signing-cert-file":                       whySigner,
+		"cluster-signing-key-file":                        whySigner,
+		"cluster-signing-kubelet-serving-cert-file":       whySigner,
+		"cluster-signing-kubelet-serving-key-file":        whySigner,
+		"cluster-signing-kubelet-client-cert-file":        whySigner,
+		"cluster-signing-kubelet-client-key-file":         whySigner,
+		"cluster-signing-kube-apiserver-client-cert-file": whySigner,
+		"cluster-signing-kube-apiserver-client-key-file":  whySigner,
+		"cluster-signing-legacy-unknown-cert-file":        whySigner,
+		"cluster-signing-legacy-unknown-key-file":         whySigner,
+		"cluster-cidr":                                    "it is set from spec.clusterNetwork.podCIDR",
+		"service-cluster-ip-range":                        whyServiceRange,
+		"leader-elect":                                    whyLeaderElect,
+		"tls-cert-file":                                   whyOwnCert,
+		"tls-private-key-file":                            whyOwnCert,
+		"secure-port":                                     whySecurePort,
+		"bind-address":                                    whyBindAddress,
+	},
+	componentScheduler: {
+		"kubeconfig":                whyKubeconfig,
+		"authentication-kubeconfig": whyKubeconfig,
+		"authorization-kubeconfig":  whyKubeconfig,
+		"leader-elect":              whyLeaderElect,
+		"config":                    "capn generates the scheduler's configuration file",
+		"secure-port":               whySecurePort,
+		"bind-address":              whyBindAddress,
+		"tls-cert-file":             whyOwnCert,
+		"tls-private-key-file":      whyOwnCert,
+	},
+}
+
+// OwnedFlag reports whether flag (without leading dashes) is set by capn for
+// component ("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
+// and why.
+func OwnedFlag(component, flag string) (reason string, owned bool) {
+	if reason, owned := OwnedFlags[component][flag]; owned {
+		return reason, true
+	}
+	// A prefix rather than a list: every service-account-* flag (keys,
+	// issuer, token lifetimes) must agree between the two components and
+	// with the keys capn generates, and new ones appear across releases.
+	if (component == componentAPIServer || component == componentControllerManager) &&
+		strings.HasPrefix(flag, "service-account-") {
+		return whyServiceAcct, true
+	}
+	return "", false
+}

@@ -1,0 +1,126 @@
+// Package validation holds the rules a NestedCluster must satisfy before it is
+// stored. The functions are pure: the registry strategies call them after
+// defaulting, so "required" here means "required after defaulting".
+package validation
+
+import (
+	"fmt"
+
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"capn.dev/capn/pkg/apis/capn"
+)
+
+// MaxNameLength caps NestedCluster names. Every object capn creates for a
+// cluster is named after it with a fixed prefix or suffix (the management
+// namespace, "<name>-apiserver" and "<name>-etcd" Services, StatefulSet pods
+// such as "<name>-etcd-2" whose DNS labels live under the headless Service),
+// and each of those must stay a DNS label of at most 63 characters. 40 leaves
+// 23 characters for the longest decoration.
+const MaxNameLength = 40
+
+// generatedSuffixLength is what the registry appends to metadata.generateName.
+const generatedSuffixLength = 5
+
+// ValidateNestedClusterName checks a name (or, with prefix, a generateName)
+// is a DNS-1035 label short enough for the names derived from it.
+func ValidateNestedClusterName(name string, prefix bool) []string {
+	errs := apimachineryvalidation.NameIsDNS1035Label(name, prefix)
+	limit := MaxNameLength
+	if prefix {
+		limit -= generatedSuffixLength
+	}
+	if len(name) > limit {
+		errs = append(errs, fmt.Sprintf("must be no more than %d characters: names of the objects capn creates for the cluster are derived from it", limit))
+	}
+	return errs
+}
+
+// ValidateNestedCluster validates a NestedCluster on create.
+func ValidateNestedCluster(nc *capn.NestedCluster) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMeta(&nc.ObjectMeta, true, ValidateNestedClusterName, field.NewPath("metadata"))
+	return append(allErrs, validateNestedClusterSpec(&nc.Spec, field.NewPath("spec"))...)
+}
+
+// ValidateNestedClusterUpdate validates a spec update: the new object must be
+// valid on its own, fields that cannot change after create must not, and a
+// version change must respect the skew policy. The old object's
+// status.upgrade is what tells whether an upgrade is running.
+func ValidateNestedClusterUpdate(newNC, oldNC *capn.NestedCluster) field.ErrorList {
+	specPath := field.NewPath("spec")
+	// ValidateObjectMetaUpdate already re-validates labels, annotations and
+	// owner references; the name cannot change, so it needs no new check.
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newNC.ObjectMeta, &oldNC.ObjectMeta, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateNestedClusterSpec(&newNC.Spec, specPath)...)
+	allErrs = append(allErrs, validateNetworkUpdate(&newNC.Spec.ClusterNetwork, &oldNC.Spec.ClusterNetwork, specPath.Child("clusterNetwork"))...)
+	allErrs = append(allErrs, validateEtcdUpdate(&newNC.Spec.Etcd, &oldNC.Spec.Etcd, specPath.Child("etcd"))...)
+	// A malformed new version is already reported by the spec validation;
+	// the skew check would only repeat it.
+	if len(validateVersion(specPath.Child("version"), newNC.Spec.Version)) == 0 {
+		allErrs = append(allErrs, ValidateVersionChange(specPath.Child("version"), oldNC.Spec.Version, newNC.Spec.Version, oldNC.Status.Upgrade)...)
+	}
+	return allErrs
+}
+
+func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := validateVersion(fldPath.Child("version"), spec.Version)
+	allErrs = append(allErrs, validateClusterNetwork(&spec.ClusterNetwork, fldPath.Child("clusterNetwork"))...)
+	allErrs = append(allErrs, validateEtcd(&spec.Etcd, fldPath.Child("etcd"))...)
+	allErrs = append(allErrs, validateAPIServer(&spec.APIServer, fldPath.Child("apiServer"))...)
+	allErrs = append(allErrs, validateComponent(&spec.ControllerManager, componentControllerManager, fldPath.Child("controllerManager"))...)
+	allErrs = append(allErrs, validateComponent(&spec.Scheduler, componentScheduler, fldPath.Child("scheduler"))...)
+	return allErrs
+}
+
+var knownPhases = []capn.NestedClusterPhase{
+	capn.PhaseProvisioning, capn.PhaseReady, capn.PhaseUpgrading,
+	capn.PhaseDegraded, capn.PhaseDeleting, capn.PhasePaused,
+}
+
+// ValidateNestedClusterStatusUpdate validates a write to the status
+// subresource. The provisioner is the only writer, so this is a sanity net
+// against bugs rather than a policy.
+func ValidateNestedClusterStatusUpdate(newNC, oldNC *capn.NestedCluster) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newNC.ObjectMeta, &oldNC.ObjectMeta, field.NewPath("metadata"))
+	st := &newNC.Status
+	fldPath := field.NewPath("status")
+
+	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(st.ObservedGeneration, fldPath.Child("observedGeneration"))...)
+	allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(st.Replicas), fldPath.Child("replicas"))...)
+	if st.Phase != "" && !contains(knownPhases, st.Phase) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("phase"), st.Phase, knownPhases))
+	}
+	allErrs = append(allErrs, metav1validation.ValidateConditions(st.Conditions, fldPath.Child("conditions"))...)
+	// A slice, not a map, so errors come out in a stable order.
+	for _, c := range []struct {
+		name string
+		cs   *capn.ComponentStatus
+	}{
+		{"etcd", &st.Etcd}, {"apiServer", &st.APIServer},
+		{"controllerManager", &st.ControllerManager}, {"scheduler", &st.Scheduler},
+	} {
+		p, cs := fldPath.Child(c.name), c.cs
+		allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(cs.Replicas), p.Child("replicas"))...)
+		allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(cs.ReadyReplicas), p.Child("readyReplicas"))...)
+		allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(cs.UpdatedReplicas), p.Child("updatedReplicas"))...)
+	}
+	if u := st.Upgrade; u != nil {
+		p := fldPath.Child("upgrade")
+		// Both ends must parse, or the skew check on the next spec update
+		// could not tell a rollback from a downgrade.
+		allErrs = append(allErrs, validateVersionSyntax(p.Child("from"), u.From)...)
+		allErrs = append(allErrs, validateVersionSyntax(p.Child("to"), u.To)...)
+	}
+	return allErrs
+}
+
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,92 @@
+// Package apiserver assembles capn-apiserver: the scheme, the capn.dev API
+// group and its storage on top of a generic API server.
+package apiserver
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	scalescheme "k8s.io/client-go/scale/scheme"
+	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/install"
+	"capn.dev/capn/pkg/registry/nestedcluster"
+)
+
+var (
+	// Scheme knows the capn.dev types and autoscaling/v1 Scale, which the
+	// /scale subresource speaks.
+	Scheme = runtime.NewScheme()
+	// Codecs serialises objects of Scheme.
+	Codecs = serializer.NewCodecFactory(Scheme)
+)
+
+func init() {
+	install.Install(Scheme)
+	utilruntime.Must(scalescheme.AddToScheme(Scheme))
+	utilruntime.Must(scaleautoscalingv1.AddToScheme(Scheme))
+
+	// The generic server decodes options (ListOptions, DeleteOptions...) in
+	// the unversioned meta group.
+	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
+	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
+	Scheme.AddUnversionedTypes(unversioned,
+		&metav1.Status{},
+		&metav1.APIVersions{},
+		&metav1.APIGroupList{},
+		&metav1.APIGroup{},
+		&metav1.APIResourceList{},
+	)
+}
+
+// Config is the complete configuration of capn-apiserver.
+type Config struct {
+	GenericConfig *genericapiserver.RecommendedConfig
+}
+
+// CompletedConfig can only be made by Complete.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+type completedConfig struct {
+	GenericConfig genericapiserver.CompletedConfig
+}
+
+// Complete fills in defaults; it mutates the receiver.
+func (c *Config) Complete() CompletedConfig {
+	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete()}}
+}
+
+// Server is a running capn-apiserver.
+type Server struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+}
+
+// New installs the capn.dev group into a new generic server.
+func (c completedConfig) New() (*Server, error) {
+	generic, err := c.GenericConfig.New("capn-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	store, err := nestedcluster.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter)
+	if err != nil {
+		return nil, err
+	}
+	group := genericapiserver.NewDefaultAPIGroupInfo(capn.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	group.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
+		"nestedclusters":         store.NestedCluster,
+		"nestedclusters/status":  store.Status,
+		"nestedclusters/scale":   store.Scale,
+		"nestedclusters/upgrade": store.Upgrade,
+	}
+	if err := generic.InstallAPIGroup(&group); err != nil {
+		return nil, err
+	}
+	return &Server{GenericAPIServer: generic}, nil
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"fmt"
+	"net"
+
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	netutils "k8s.io/utils/net"
+
+	"capn.dev/capn/pkg/apiserver"
+	capnopenapi "capn.dev/capn/pkg/generated/openapi"
+)
+
+// Config turns validated options into the server's configuration. etcdURL
+// is the embedded etcd's address when one was started, else empty.
+func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
+	r := o.Recommended
+	if etcdURL != "" {
+		r.Etcd.StorageConfig.Transport.ServerList = []string{etcdURL}
+	}
+	if err := r.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", o.AlternateDNS,
+		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+
+	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(capnopenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "capn"
+	cfg.OpenAPIConfig.Info.Version = "v1alpha1"
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(capnopenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "capn"
+	cfg.OpenAPIV3Config.Info.Version = "v1alpha1"
+
+	if err := r.ApplyTo(cfg); err != nil {
+		return nil, err
+	}
+
+	if o.Standalone {
+		token, err := newAdminToken()
+		if err != nil {
+			return nil, err
+		}
+		if err := applyStandaloneAuth(&cfg.Config, token); err != nil {
+			return nil, fmt.Errorf("configuring standalone authorization: %w", err)
+		}
+		if err := writeAdminKubeconfig(o.AdminKubeconfig, cfg.SecureServing, r.SecureServing.BindPort, token); err != nil {
+			return nil, err
+		}
+	} else {
+		// The delegating authenticator lets unauthenticated requests through
+		// as system:anonymous and leaves the verdict to a SubjectAccessReview.
+		// capn refuses them outright, except on the health endpoints that
+		// kubelet probes call without credentials.
+		cfg.Authentication.Authenticator = rejectAnonymous(cfg.Authentication.Authenticator)
+	}
+	return &apiserver.Config{GenericConfig: cfg}, nil
+}

@@ -1,0 +1,114 @@
+// Package server holds capn-apiserver's command line: Options -> Config ->
+// CompletedConfig -> running Server.
+package server
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/apiserver"
+)
+
+const etcdPathPrefix = "/registry/capn.dev"
+
+// Options are everything capn-apiserver can be told on its command line.
+type Options struct {
+	Recommended *genericoptions.RecommendedOptions
+
+	// Standalone serves without a core kube-apiserver: its own token
+	// authentication, admin-only authorization, no admission webhooks.
+	Standalone bool
+	// AdminKubeconfig is where standalone mode writes the admin kubeconfig.
+	AdminKubeconfig string
+	// EmbeddedEtcdDataDir is used when --etcd-servers is empty.
+	EmbeddedEtcdDataDir string
+	// AlternateDNS are extra names for the self-signed serving certificate.
+	AlternateDNS []string
+
+	Out, ErrOut io.Writer
+}
+
+// NewOptions returns defaults for the aggregated (production) mode.
+func NewOptions(out, errOut io.Writer) *Options {
+	o := &Options{
+		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		EmbeddedEtcdDataDir: "/var/lib/capn/etcd",
+		Out:                 out,
+		ErrOut:              errOut,
+	}
+	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	// The embedded etcd is the default: an empty server list means "start it".
+	o.Recommended.Etcd.StorageConfig.Transport.ServerList = nil
+	return o
+}
+
+// AddFlags registers every flag.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Recommended.AddFlags(fs)
+	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
+		"Serve without a core kube-apiserver: authenticate with a generated admin token written to --admin-kubeconfig, and disable delegated authn/authz, admission webhooks and priority-and-fairness. For local use only.")
+	fs.StringVar(&o.AdminKubeconfig, "admin-kubeconfig", o.AdminKubeconfig,
+		"In --standalone mode, where to write the admin kubeconfig (default: <cert-dir>/admin.kubeconfig).")
+	fs.StringVar(&o.EmbeddedEtcdDataDir, "embedded-etcd-data-dir", o.EmbeddedEtcdDataDir,
+		"Data directory of the embedded etcd, used when --etcd-servers is empty. Use --etcd-servers with a real etcd cluster in production.")
+	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
+		"Extra DNS names for the self-signed serving certificate.")
+}
+
+// UseEmbeddedEtcd reports whether the server must start its own etcd.
+func (o *Options) UseEmbeddedEtcd() bool {
+	return len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0
+}
+
+// Complete fills in values derived from other flags and switches off the
+// parts of the server that need a core kube-apiserver in standalone mode.
+func (o *Options) Complete() error {
+	if o.Standalone {
+		r := o.Recommended
+		r.Authentication = nil
+		r.Authorization = nil
+		r.CoreAPI = nil
+		r.Admission = nil
+		r.Features.EnablePriorityAndFairness = false
+		if o.AdminKubeconfig == "" {
+			o.AdminKubeconfig = filepath.Join(r.SecureServing.ServerCert.CertDirectory, "admin.kubeconfig")
+		}
+	}
+	return nil
+}
+
+// Validate reports every bad flag at once.
+func (o *Options) Validate() error {
+	r := o.Recommended
+	var errs []error
+	// RecommendedOptions.Validate would demand --etcd-servers; the embedded
+	// etcd makes it optional, so validate the parts one by one.
+	if !o.UseEmbeddedEtcd() {
+		errs = append(errs, r.Etcd.Validate()...)
+	} else if o.EmbeddedEtcdDataDir == "" {
+		errs = append(errs, fmt.Errorf("--embedded-etcd-data-dir must be set when --etcd-servers is empty"))
+	}
+	errs = append(errs, r.SecureServing.Validate()...)
+	errs = append(errs, r.Authentication.Validate()...)
+	errs = append(errs, r.Authorization.Validate()...)
+	errs = append(errs, r.Audit.Validate()...)
+	errs = append(errs, r.Features.Validate()...)
+	errs = append(errs, r.CoreAPI.Validate()...)
+	errs = append(errs, r.Admission.Validate()...)
+	errs = append(errs, r.EgressSelector.Validate()...)
+	errs = append(errs, r.Traces.Validate()...)
+	if o.Standalone && r.SecureServing.BindPort == 0 {
+		errs = append(errs, fmt.Errorf("--secure-port must not be 0 in --standalone mode: the admin kubeconfig needs a fixed port"))
+	}
+	return utilerrors.NewAggregate(errs)
+}

@@ -1,0 +1,102 @@
+package nestedcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/utils/ptr"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"capn.dev/capn/pkg/apis/capn"
+)
+
+// Priority 0 columns show in `kubectl get`; priority 1 only with -o wide.
+var columns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "Name of the NestedCluster."},
+	{Name: "Version", Type: "string", Description: "Desired Kubernetes version (spec.version)."},
+	{Name: "Phase", Type: "string", Description: "Lifecycle phase (status.phase)."},
+	{Name: "APIServers", Type: "string", Description: "Ready/desired kube-apiserver replicas."},
+	{Name: "Endpoint", Type: "string", Description: "Tenant apiserver URL (status.endpoint)."},
+	{Name: "Age", Type: "string", Description: "Time since creation."},
+	{Name: "Controller-Managers", Type: "string", Priority: 1, Description: "Ready/desired kube-controller-manager replicas."},
+	{Name: "Schedulers", Type: "string", Priority: 1, Description: "Ready/desired kube-scheduler replicas."},
+	{Name: "Etcd", Type: "string", Priority: 1, Description: "Ready/desired etcd members, or External."},
+}
+
+type tableConvertor struct{}
+
+func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{ColumnDefinitions: columns}
+	if m, err := meta.ListAccessor(obj); err == nil {
+		table.ResourceVersion = m.GetResourceVersion()
+		table.Continue = m.GetContinue()
+		table.RemainingItemCount = m.GetRemainingItemCount()
+	} else if m, err := meta.CommonAccessor(obj); err == nil {
+		table.ResourceVersion = m.GetResourceVersion()
+	}
+
+	var items []capn.NestedCluster
+	switch t := obj.(type) {
+	case *capn.NestedCluster:
+		items = []capn.NestedCluster{*t}
+	case *capn.NestedClusterList:
+		items = t.Items
+	default:
+		return nil, apierrors.NewInternalError(fmt.Errorf("cannot convert %T to a table", obj))
+	}
+	for i := range items {
+		nc := &items[i]
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Object: runtime.RawExtension{Object: nc},
+			Cells: []interface{}{
+				nc.Name,
+				nc.Spec.Version,
+				phaseOf(nc),
+				readyOf(nc.Status.APIServer, nc.Spec.APIServer.Replicas),
+				nc.Status.Endpoint,
+				age(nc.CreationTimestamp),
+				readyOf(nc.Status.ControllerManager, nc.Spec.ControllerManager.Replicas),
+				readyOf(nc.Status.Scheduler, nc.Spec.Scheduler.Replicas),
+				etcdOf(nc),
+			},
+		})
+	}
+	return table, nil
+}
+
+// phaseOf shows Deleting as soon as deletion starts, before the provisioner
+// has had a chance to report it.
+func phaseOf(nc *capn.NestedCluster) string {
+	if nc.DeletionTimestamp != nil {
+		return string(capn.PhaseDeleting)
+	}
+	return string(nc.Status.Phase)
+}
+
+func readyOf(s capn.ComponentStatus, desired *int32) string {
+	return fmt.Sprintf("%d/%d", s.ReadyReplicas, ptr.Deref(desired, 0))
+}
+
+func etcdOf(nc *capn.NestedCluster) string {
+	if nc.Spec.Etcd.External != nil {
+		return "External"
+	}
+	var desired *int32
+	if nc.Spec.Etcd.Managed != nil {
+		desired = nc.Spec.Etcd.Managed.Replicas
+	}
+	return readyOf(nc.Status.Etcd, desired)
+}
+
+func age(t metav1.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(t.Time))
+}
