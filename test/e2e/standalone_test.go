@@ -99,8 +99,10 @@ func TestStandaloneWithKubectl(t *testing.T) {
 	})
 
 	t.Run("server-side apply conflict", func(t *testing.T) {
+		// A fresh object created by apply, so alice is the only manager of
+		// the field (create would own every defaulted field as well).
 		applyAs := func(manager, replicas string, extra ...string) framework.Result {
-			doc := "apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: demo\nspec:\n  controllerManager:\n    replicas: " + replicas + "\n"
+			doc := "apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: ssa\nspec:\n  controllerManager:\n    replicas: " + replicas + "\n"
 			return k.Run(doc, append([]string{"apply", "--server-side", "--field-manager=" + manager, "-f", "-"}, extra...)...)
 		}
 		if r := applyAs("alice", "2"); r.Err != nil {
@@ -110,13 +112,13 @@ func TestStandaloneWithKubectl(t *testing.T) {
 		if r.Err == nil || !strings.Contains(r.Stderr, "conflict") || !strings.Contains(r.Stderr, `"alice"`) || !strings.Contains(r.Stderr, ".spec.controllerManager.replicas") {
 			t.Fatalf("second manager's apply should conflict with alice on .spec.controllerManager.replicas; err=%v stderr=%s", r.Err, r.Stderr)
 		}
-		if got := k.MustRun(t, "", "get", "nc", "demo", "-o", "jsonpath={.spec.controllerManager.replicas}"); got != "2" {
+		if got := k.MustRun(t, "", "get", "nc", "ssa", "-o", "jsonpath={.spec.controllerManager.replicas}"); got != "2" {
 			t.Fatalf("conflicting apply changed the object: replicas=%s", got)
 		}
 		if r := applyAs("bob", "3", "--force-conflicts"); r.Err != nil {
 			t.Fatalf("forced apply: %v: %s", r.Err, r.Stderr)
 		}
-		if got := k.MustRun(t, "", "get", "nc", "demo", "-o", "jsonpath={.spec.controllerManager.replicas}"); got != "3" {
+		if got := k.MustRun(t, "", "get", "nc", "ssa", "-o", "jsonpath={.spec.controllerManager.replicas}"); got != "3" {
 			t.Fatalf("forced apply did not land: replicas=%s", got)
 		}
 	})
@@ -175,7 +177,7 @@ func TestStandaloneWithKubectl(t *testing.T) {
 	})
 
 	t.Run("delete", func(t *testing.T) {
-		out := k.MustRun(t, "", "delete", "nestedcluster", "demo", "old")
+		out := k.MustRun(t, "", "delete", "nestedcluster", "demo", "old", "ssa")
 		if !strings.Contains(out, `nestedcluster.capn.dev "demo" deleted`) {
 			t.Fatalf("delete output %q", out)
 		}
