@@ -54,6 +54,7 @@ verify: ## Codegen drift, go mod tidy drift, go vet, gofmt.
 	hack/verify-codegen.sh
 	go mod tidy -diff
 	cd hack/tools && GOWORK=off go mod tidy -diff
+	cd hack/tools/kwok && GOWORK=off go mod tidy -diff
 	go vet ./...
 	go vet -tags e2e ./test/...
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \

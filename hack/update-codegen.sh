@@ -8,6 +8,10 @@ cd "${ROOT}"
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"
+# The OpenAPI definitions must include the core and autoscaling types our
+# spec and /scale refer to, but those packages live in the module cache:
+# mark them read-only or openapi-gen rewrites their model-name files there.
+KUBE_CODEGEN_READONLY_PKGS+=(k8s.io/api/core/v1 k8s.io/api/autoscaling/v1)
 
 THIS_PKG=capn.dev/capn
 BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"

@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# Copyright The capn Authors.
+# SPDX-License-Identifier: Apache-2.0
+#
+# Builds pinned, version-stamped, static binaries of the Kubernetes control
+# plane, kubectl, etcd and kwok from the Go modules under hack/tools/, into a
+# cache keyed by version:
+#
+#   ${CAPN_CACHE:-$HOME/.cache/capn}/bin/<version>/<name>
+#
+# A cold build of the control plane takes well over ten minutes on a 2-core
+# machine, so every binary carries a stamp file (hash of its module's
+# go.mod/go.sum, its main package, the Go version and the build flags) and is
+# skipped when the stamp still matches. GOCACHE is deliberately left to the
+# caller: keeping it stable across runs is what makes rebuilds cheap.
+#
+# Usage:
+#   hack/build-tools.sh [--k8s-version V] [NAME...]   build NAMEs (default: all)
+#   hack/build-tools.sh --print-dir NAME               print NAME's directory, no build
+#   hack/build-tools.sh --print-path NAME              print NAME's binary path, no build
+#   hack/build-tools.sh --list                         print the known NAMEs
+#
+# Progress goes to stderr; stdout gets only the resulting bin dir(s), so
+# `dir=$(hack/build-tools.sh kubectl)` works.
+#
+# Module layout (one Kubernetes version per module, because k8s.io/kubernetes
+# can only be consumed with a replace block pinning every staging module):
+#   hack/tools/            k8s.io/kubernetes v1.37.2 (the default control
+#                          plane), kubectl, etcd, code generators.
+#   hack/tools/k8s-1.36/   (not yet created) k8s.io/kubernetes v1.36.3 for
+#                          CAPN_K8S_VERSION=v1.36.3: its own go.mod with the
+#                          1.36 replace block, plus copies of cmd/<component>
+#                          and cmd/etcd (the main.go files are identical).
+#   hack/tools/kwok/       sigs.k8s.io/kwok, kept apart (see its go.mod).
+# The control-plane components and etcd come from the module selected by
+# CAPN_K8S_VERSION / --k8s-version (etcd follows the apiserver because
+# upstream pins the etcd it tests with); kubectl always comes from hack/tools.
+#
+# Environment:
+#   CAPN_CACHE         cache root (default: $HOME/.cache/capn)
+#   CAPN_K8S_VERSION   control-plane version (default: the one hack/tools pins)
+set -euo pipefail
+# Without this, a failure inside $(...) (e.g. an unknown tool name) would be
+# ignored and an empty value used.
+shopt -s inherit_errexit
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS_DIR="${ROOT}/hack/tools"
+CACHE="${CAPN_CACHE:-${HOME}/.cache/capn}"
+BIN_ROOT="${CACHE}/bin"
+
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+ALL_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok)
+
+# The tools modules must resolve on their own, whatever go.work a developer
+# has lying around higher up the tree.
+export GOWORK=off
+# Static binaries: they are copied into minimal container images.
+export CGO_ENABLED=0
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "build-tools: $*"; exit 1; }
+
+usage() {
+  sed -n '/^# Usage:/,/^# Progress/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+  exit "${1:-2}"
+}
+
+# mod_version DIR MODULE: effective version of MODULE in the module at DIR
+# (the replacement's version when replaced). Reads go.mod only, so it is fast.
+mod_version() {
+  (cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$2")
+}
+
+# k8s_module_dir VERSION: the module that pins k8s.io/kubernetes VERSION.
+k8s_module_dir() {
+  local v=$1 dir
+  if [[ "${v}" == "$(mod_version "${TOOLS_DIR}" k8s.io/kubernetes)" ]]; then
+    dir="${TOOLS_DIR}"
+  else
+    # vMAJOR.MINOR.PATCH -> k8s-MAJOR.MINOR
+    local mm=${v#v}; mm=${mm%.*}
+    dir="${TOOLS_DIR}/k8s-${mm}"
+    [[ -f "${dir}/go.mod" ]] || die "no module for Kubernetes ${v}: create ${dir#"${ROOT}/"}/go.mod (see header)"
+    local pinned
+    pinned=$(mod_version "${dir}" k8s.io/kubernetes)
+    [[ "${pinned}" == "${v}" ]] || die "${dir#"${ROOT}/"} pins k8s.io/kubernetes ${pinned}, not ${v}"
+  fi
+  printf '%s\n' "${dir}"
+}
+
+# tool_module NAME: directory of the Go module NAME is built from.
+tool_module() {
+  case "$1" in
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|etcd)
+      printf '%s\n' "${K8S_DIR}" ;;
+    kubectl) printf '%s\n' "${TOOLS_DIR}" ;;
+    kwok) printf '%s\n' "${TOOLS_DIR}/kwok" ;;
+    *) die "unknown tool '$1' (known: ${ALL_TOOLS[*]})" ;;
+  esac
+}
+
+# tool_package NAME: what to pass to `go build` inside NAME's module.
+tool_package() {
+  case "$1" in
+    # kwok's own main is used as-is; nothing of ours to wrap around it.
+    kwok) printf '%s\n' sigs.k8s.io/kwok/cmd/kwok ;;
+    *) printf '%s\n' "./cmd/$1" ;;
+  esac
+}
+
+# tool_version NAME: the version NAME's cache directory is keyed by.
+tool_version() {
+  local dir
+  dir=$(tool_module "$1")
+  case "$1" in
+    etcd) mod_version "${dir}" go.etcd.io/etcd/server/v3 ;;
+    kwok) mod_version "${dir}" sigs.k8s.io/kwok ;;
+    *) mod_version "${dir}" k8s.io/kubernetes ;;
+  esac
+}
+
+tool_path() { printf '%s/%s/%s\n' "${BIN_ROOT}" "$(tool_version "$1")" "$1"; }
+
+# build_flags DIR: go build flags shared by every binary of the module at DIR,
+# mirroring upstream release builds (hack/lib/golang.sh): trimmed paths,
+# no symbol tables, selinux,notest,grpcnotrace tags, and the version -X
+# stamps without which the apiserver reports v0.0.0-master and kubectl
+# cannot parse it. Stamps are applied to every binary of a k8s module so that
+# they can share one `go build` (the linker ignores -X for packages a binary
+# does not link, e.g. etcd). buildDate is the release's commit time, not
+# "now", so the output is reproducible and the stamp hash stable.
+build_flags() {
+  local dir=$1
+  # -buildvcs=false: the capn repo's own git state says nothing about these
+  # binaries and would change them on every commit.
+  local -a flags=(-trimpath -buildvcs=false)
+  local ldflags="-s -w"
+  if (cd "${dir}" && go list -m k8s.io/kubernetes >/dev/null 2>&1); then
+    local v date major minor
+    v=$(mod_version "${dir}" k8s.io/kubernetes)
+    date=$(cd "${dir}" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)
+    major=${v#v}; major=${major%%.*}
+    minor=${v#v"${major}".}; minor=${minor%%.*}
+    local pkg
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ldflags+=" -X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor}"
+      ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${date}"
+    done
+    flags+=("-tags=selinux,notest,grpcnotrace")
+  fi
+  flags+=("-ldflags=${ldflags}")
+  printf '%s\n' "${flags[@]}"
+}
+
+# stamp_of NAME FLAGS...: hash of everything that determines NAME's binary.
+# Upstream sources are covered by go.sum; ours by the main package's files.
+stamp_of() {
+  local name=$1; shift
+  local dir pkg
+  dir=$(tool_module "${name}")
+  pkg=$(tool_package "${name}")
+  {
+    printf 'flags %s\n' "$@"
+    printf 'env %s\n' "$(go env GOVERSION GOOS GOARCH GOAMD64 GOARM64)" "CGO_ENABLED=${CGO_ENABLED}" "GOFLAGS=${GOFLAGS:-}"
+    cat "${dir}/go.mod" "${dir}/go.sum"
+    if [[ "${pkg}" == ./* ]]; then
+      cat "${dir}/${pkg}"/*.go
+    fi
+  } | sha256sum | cut -d' ' -f1
+}
+
+# watch_outputs DIR START NAMES...: `go build` links the binaries of one
+# invocation as each becomes ready, so polling the output dir is the only way
+# to report a per-binary time while still sharing one compile.
+watch_outputs() {
+  local out=$1 start=$2; shift 2
+  local -a pending=("$@")
+  while ((${#pending[@]})); do
+    sleep 2
+    local -a still=()
+    local n
+    for n in "${pending[@]}"; do
+      if [[ -e "${out}/${n}" ]]; then
+        log "  linked ${n} after $((SECONDS - start))s"
+      else
+        still+=("${n}")
+      fi
+    done
+    pending=("${still[@]+"${still[@]}"}")
+  done
+}
+
+# build_group DIR NAMES...: one `go build` for all NAMES of the module at DIR,
+# so the packages they share are compiled (and scheduled) once.
+build_group() {
+  local dir=$1; shift
+  local -a names=("$@") pkgs=() flags=()
+  local n
+  for n in "${names[@]}"; do pkgs+=("$(tool_package "${n}")"); done
+  local flags_str
+  flags_str=$(build_flags "${dir}")
+  mapfile -t flags <<<"${flags_str}"
+
+  local out start watcher rc=0
+  out=$(mktemp -d "${CACHE}/tmp/build.XXXXXX")
+  start=${SECONDS}
+  log "building ${names[*]} (module ${dir#"${ROOT}/"})"
+  watch_outputs "${out}" "${start}" "${names[@]}" &
+  watcher=$!
+  (cd "${dir}" && go build "${flags[@]}" -o "${out}/" "${pkgs[@]}") || rc=$?
+  kill "${watcher}" 2>/dev/null || true
+  wait "${watcher}" 2>/dev/null || true
+  if ((rc != 0)); then
+    rm -rf "${out}"
+    die "go build failed for ${names[*]} (exit ${rc})"
+  fi
+
+  # Move into place before writing the stamp, so an interrupted run never
+  # leaves a stamp that vouches for a missing or stale binary.
+  local dest
+  for n in "${names[@]}"; do
+    dest=$(tool_path "${n}")
+    mkdir -p "$(dirname "${dest}")"
+    mv -f "${out}/${n}" "${dest}"
+    stamp_of "${n}" "${flags[@]}" >"$(dirname "${dest}")/.${n}.stamp"
+  done
+  rmdir "${out}"
+  log "built ${names[*]} in $((SECONDS - start))s"
+}
+
+main() {
+  local print_mode="" k8s_version="${CAPN_K8S_VERSION:-}"
+  local -a names=()
+  while (($#)); do
+    case "$1" in
+      --print-dir|--print-path)
+        (($# >= 2)) || usage
+        print_mode=$1 names=("$2"); shift 2 ;;
+      --k8s-version)
+        (($# >= 2)) || usage
+        k8s_version=$2; shift 2 ;;
+      --k8s-version=*) k8s_version=${1#*=}; shift ;;
+      --list) printf '%s\n' "${ALL_TOOLS[@]}"; exit 0 ;;
+      -h|--help) usage 0 ;;
+      -*) usage ;;
+      *) names+=("$1"); shift ;;
+    esac
+  done
+  ((${#names[@]})) || names=("${ALL_TOOLS[@]}")
+  local n
+  for n in "${names[@]}"; do
+    [[ " ${ALL_TOOLS[*]} " == *" ${n} "* ]] || die "unknown tool '${n}' (known: ${ALL_TOOLS[*]})"
+  done
+
+  if [[ -z "${k8s_version}" ]]; then
+    k8s_version=$(mod_version "${TOOLS_DIR}" k8s.io/kubernetes)
+  fi
+  K8S_DIR=$(k8s_module_dir "${k8s_version}")
+
+  if [[ -n "${print_mode}" ]]; then
+    local p
+    p=$(tool_path "${names[0]}")
+    if [[ "${print_mode}" == --print-dir ]]; then dirname "${p}"; else printf '%s\n' "${p}"; fi
+    exit 0
+  fi
+
+  mkdir -p "${CACHE}/tmp"
+  # Two concurrent cold builds would each need ~3 GB and double the wall
+  # time; the second caller is better off waiting and then finding a no-op.
+  exec {lock_fd}>"${CACHE}/.build-tools.lock"
+  if ! flock -n "${lock_fd}"; then
+    log "another build-tools run holds ${CACHE}/.build-tools.lock; waiting"
+    flock "${lock_fd}"
+  fi
+
+  local total_start=${SECONDS}
+  # Group stale binaries by module, keeping first-seen module order.
+  local -a group_dirs=()
+  local -A group_names=() dirs_out=()
+  local dir dest want
+  local -A flags_cache=()
+  for n in "${names[@]}"; do
+    dir=$(tool_module "${n}")
+    dest=$(tool_path "${n}")
+    dirs_out[$(dirname "${dest}")]=1
+    if [[ -z "${flags_cache[${dir}]+x}" ]]; then
+      flags_cache[${dir}]=$(build_flags "${dir}")
+    fi
+    local -a flags
+    mapfile -t flags <<<"${flags_cache[${dir}]}"
+    want=$(stamp_of "${n}" "${flags[@]}")
+    if [[ -x "${dest}" && "$(cat "$(dirname "${dest}")/.${n}.stamp" 2>/dev/null)" == "${want}" ]]; then
+      log "up to date: ${n} ($(basename "$(dirname "${dest}")"))"
+      continue
+    fi
+    if [[ -z "${group_names[${dir}]+x}" ]]; then
+      group_dirs+=("${dir}")
+      group_names[${dir}]=""
+    fi
+    group_names[${dir}]+=" ${n}"
+  done
+
+  for dir in "${group_dirs[@]+"${group_dirs[@]}"}"; do
+    # shellcheck disable=SC2086 # names are single words
+    build_group "${dir}" ${group_names[${dir}]}
+  done
+  log "done in $((SECONDS - total_start))s; bin dir(s):"
+  printf '%s\n' "${!dirs_out[@]}" | sort
+}
+
+main "$@"
