@@ -18,8 +18,12 @@ help: ## Show this help.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build capn-apiserver into _output/bin.
-	go build -o $(BIN)/capn-apiserver ./cmd/capn-apiserver
+build: ## Build capn-apiserver into _output/bin (static: it also goes into an image).
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/capn-apiserver ./cmd/capn-apiserver
+
+.PHONY: images
+images: build ## Build container images (capn, pause, tenant components) into _output/images.tar.
+	hack/build-images.sh
 
 .PHONY: tools
 tools: ## Build pinned tools (kubectl) into the version-keyed cache.
@@ -55,6 +59,7 @@ verify: ## Codegen drift, go mod tidy drift, go vet, gofmt.
 	go mod tidy -diff
 	cd hack/tools && GOWORK=off go mod tidy -diff
 	cd hack/tools/kwok && GOWORK=off go mod tidy -diff
+	cd hack/tools/images && GOWORK=off go mod tidy -diff && GOWORK=off go vet ./...
 	go vet ./...
 	go vet -tags e2e ./test/...
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net"
+	"time"
 
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -38,6 +39,12 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 	if err := r.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
+	// End open watches when shutdown starts. Behind the aggregator, clients
+	// such as kube-controller-manager's garbage collector keep watches on
+	// nestedclusters open; without this the HTTP server waits for them up to
+	// the request timeout (60s), past a pod's default termination grace
+	// period, so the process is killed instead of exiting cleanly.
+	cfg.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 
 	if o.Standalone {
 		token, err := newAdminToken()

@@ -71,8 +71,10 @@ func (r *ScaleREST) Update(ctx context.Context, name string, objInfo rest.Update
 	return scaleFromNestedCluster(obj.(*capn.NestedCluster)), false, nil
 }
 
+// ConvertToTable renders Scales (`kubectl get --subresource=scale`); the
+// store's convertor only knows NestedClusters.
 func (r *ScaleREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	return r.store.ConvertToTable(ctx, object, tableOptions)
+	return rest.NewDefaultTableConvertor(capn.Resource("nestedclusters/scale")).ConvertToTable(ctx, object, tableOptions)
 }
 
 // Admission sees the Scale, as it does for built-in scalable resources.
