@@ -26,8 +26,8 @@ images: build ## Build container images (capn, pause, tenant components) into _o
 	hack/build-images.sh
 
 .PHONY: tools
-tools: ## Build pinned tools (kubectl) into the version-keyed cache.
-	hack/build-tools.sh kubectl >/dev/null
+tools: ## Build pinned kubectl, etcd and Kubernetes control-plane binaries into the version-keyed cache.
+	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler >/dev/null
 
 .PHONY: run
 run: build ## Run capn-apiserver standalone with embedded etcd (Ctrl-C stops it).
@@ -41,8 +41,12 @@ test-unit: ## Unit tests and storage tests on a real embedded etcd.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: build tools ## Drive the real capn-apiserver binary with the pinned kubectl.
+test-e2e: build tools ## Real capn-apiserver driven by the pinned kubectl: standalone, and behind a real kube-apiserver aggregator.
 	CAPN_APISERVER=$(BIN)/capn-apiserver KUBECTL=$(KUBECTL) \
+	KUBE_APISERVER=$$(hack/build-tools.sh --print-path kube-apiserver) \
+	KUBE_CONTROLLER_MANAGER=$$(hack/build-tools.sh --print-path kube-controller-manager) \
+	KUBE_SCHEDULER=$$(hack/build-tools.sh --print-path kube-scheduler) \
+	ETCD=$$(hack/build-tools.sh --print-path etcd) \
 		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 20m ./test/e2e/...
 
 .PHONY: bench
