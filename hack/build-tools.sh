@@ -162,7 +162,7 @@ stamp_of() {
   pkg=$(tool_package "${name}")
   {
     printf 'flags %s\n' "$@"
-    printf 'env %s\n' "$(go env GOVERSION GOOS GOARCH GOAMD64 GOARM64)" "CGO_ENABLED=${CGO_ENABLED}" "GOFLAGS=${GOFLAGS:-}"
+    printf 'env %s\n' "$(go env GOVERSION GOOS GOARCH GOAMD64 GOARM64)" "CGO_ENABLED=${CGO_ENABLED}" "GOFLAGS=$(go env GOFLAGS)"
     cat "${dir}/go.mod" "${dir}/go.sum"
     if [[ "${pkg}" == ./* ]]; then
       cat "${dir}/${pkg}"/*.go

@@ -144,6 +144,11 @@ func TestStandaloneWithKubectl(t *testing.T) {
 				t.Fatalf("invalid create error lacks %q: %s", want, errOut)
 			}
 		}
+		// A body that is not JSON at all is a 400, before any validation.
+		malformed := k.MustFail(t, "{not json", "create", "--raw", "/apis/capn.dev/v1alpha1/namespaces/default/nestedclusters", "-f", "-")
+		if !strings.Contains(malformed, "BadRequest") && !strings.Contains(malformed, "400") {
+			t.Fatalf("malformed body error is not a 400: %s", malformed)
+		}
 		if r := k.Run("", "get", "nc", "bad", "typo"); r.Err == nil {
 			t.Fatalf("rejected objects were stored: %s", r.Stdout)
 		}
