@@ -53,6 +53,11 @@ test-e2e: build tools ## Real capn-apiserver driven by the pinned kubectl: stand
 bench: ## Benchmarks (validation, conversion, storage round trips).
 	go test -run '^$$' -bench . -benchmem ./pkg/...
 
+.PHONY: bench-e2e
+bench-e2e: build tools ## Startup time and RSS of the real capn-apiserver, against etcd's as a baseline.
+	CAPN_APISERVER=$(BIN)/capn-apiserver ETCD=$$(hack/build-tools.sh --print-path etcd) \
+		go test -tags e2e -run '^$$' -bench Startup -benchtime 5x ./test/e2e/
+
 .PHONY: update
 update: ## Regenerate code in pkg/generated and pkg/apis.
 	hack/update-codegen.sh
