@@ -27,7 +27,7 @@ images: build ## Build container images (capn, pause, tenant components) into _o
 
 .PHONY: tools
 tools: ## Build pinned kubectl, etcd and Kubernetes control-plane binaries into the version-keyed cache.
-	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler >/dev/null
+	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy >/dev/null
 
 .PHONY: run
 run: build ## Run capn-apiserver standalone with embedded etcd (Ctrl-C stops it).
@@ -41,12 +41,15 @@ test-unit: ## Unit tests and storage tests on a real embedded etcd.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: build tools ## Real capn-apiserver driven by the pinned kubectl: standalone, and behind a real kube-apiserver aggregator.
+test-e2e: build tools images ## Real capn-apiserver + pinned kubectl: standalone, behind a real aggregator, and as a pod on a real kubelet node.
 	CAPN_APISERVER=$(BIN)/capn-apiserver KUBECTL=$(KUBECTL) \
 	KUBE_APISERVER=$$(hack/build-tools.sh --print-path kube-apiserver) \
 	KUBE_CONTROLLER_MANAGER=$$(hack/build-tools.sh --print-path kube-controller-manager) \
 	KUBE_SCHEDULER=$$(hack/build-tools.sh --print-path kube-scheduler) \
 	ETCD=$$(hack/build-tools.sh --print-path etcd) \
+	KUBELET=$$(hack/build-tools.sh --print-path kubelet) \
+	KUBE_PROXY=$$(hack/build-tools.sh --print-path kube-proxy) \
+	CAPN_IMAGES=$(OUT)/images.tar \
 		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 20m ./test/e2e/...
 
 .PHONY: bench

@@ -18,6 +18,10 @@ import (
 // aggregated API servers; they accept identity headers only from it.
 const FrontProxyClientName = "front-proxy-client"
 
+// KubeletClientName is the user kube-apiserver presents to kubelets (logs,
+// exec, port-forward); a node binds it to system:kubelet-api-admin.
+const KubeletClientName = "kube-apiserver-kubelet-client"
+
 // ClusterOptions says which binaries make up the management control plane.
 type ClusterOptions struct {
 	KubeAPIServer, KubeControllerManager, KubeScheduler, Etcd string
@@ -38,6 +42,8 @@ type Cluster struct {
 	NodeIP net.IP
 	// URL is kube-apiserver's address.
 	URL string
+	// ServiceCIDR and PodCIDR are the cluster's networks (see ClusterOptions).
+	ServiceCIDR, PodCIDR string
 	// AdminKubeconfig authenticates as kubernetes-admin (system:masters).
 	AdminKubeconfig string
 	Client          *kubernetes.Clientset
@@ -68,7 +74,8 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	// Created first, so that t.Cleanup removes it after the processes that
 	// write into it have stopped.
 	dir := t.TempDir()
-	c := &Cluster{Dir: dir, NodeIP: NodeIP(), Startup: map[string]time.Duration{}, t: t}
+	c := &Cluster{Dir: dir, NodeIP: NodeIP(), ServiceCIDR: opts.ServiceCIDR, PodCIDR: opts.PodCIDR,
+		Startup: map[string]time.Duration{}, t: t}
 	if c.NodeIP.IsLoopback() {
 		t.Logf("no non-loopback address found; kube-apiserver serves on 127.0.0.1")
 	}

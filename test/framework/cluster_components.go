@@ -61,6 +61,11 @@ func (c *Cluster) startAPIServer(opts ClusterOptions, pki *clusterPKI, etcdURL s
 		// aggregator must dial the endpoints directly.
 		"--enable-aggregator-routing=true",
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		// Nodes started by StartNode serve with certificates from the
+		// cluster CA, so kubelet TLS is verified, never skipped.
+		"--kubelet-client-certificate="+pki.KubeletClient.CertFile,
+		"--kubelet-client-key="+pki.KubeletClient.KeyFile,
+		"--kubelet-certificate-authority="+pki.CA.CertFile,
 		"--profiling=false")
 	var client *http.Client
 	var err error

@@ -168,6 +168,7 @@ type clusterPKI struct {
 	ServiceAccountKey                  string
 	APIServer, FrontProxyClient, Admin KeyPair
 	ControllerManager, Scheduler       KeyPair // client certificates
+	KubeletClient                      KeyPair // kube-apiserver -> kubelet
 	KCMServing, SchedulerServing       KeyPair
 }
 
@@ -197,6 +198,10 @@ func newClusterPKI(dir string, nodeIP, serviceIP net.IP) (*clusterPKI, error) {
 		}},
 		{&p.FrontProxyClient, func() (KeyPair, error) { return p.FrontProxyCA.ClientCert(FrontProxyClientName) }},
 		{&p.Admin, func() (KeyPair, error) { return p.CA.ClientCert("kubernetes-admin", "system:masters") }},
+		// No group: what it may do on kubelets comes from the
+		// system:kubelet-api-admin binding a node creates, not from
+		// system:masters.
+		{&p.KubeletClient, func() (KeyPair, error) { return p.CA.ClientCert(KubeletClientName) }},
 		{&p.ControllerManager, func() (KeyPair, error) { return p.CA.ClientCert("system:kube-controller-manager") }},
 		{&p.Scheduler, func() (KeyPair, error) { return p.CA.ClientCert("system:kube-scheduler") }},
 		{&p.KCMServing, func() (KeyPair, error) {

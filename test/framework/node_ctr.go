@@ -1,0 +1,90 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ctr runs ctr against the node's containerd in the CRI namespace.
+func (n *Node) ctr(args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, "ctr", append([]string{"--address", n.ContainerdSocket, "--namespace", criNamespace}, args...)...).CombinedOutput()
+}
+
+// removeContainers kills and deletes every task and container of the
+// node's containerd, pod sandboxes included. crictl is not available, and
+// kubelet (already stopped) would recreate what is removed under it.
+func (n *Node) removeContainers() error {
+	out, err := n.ctr("containers", "list", "--quiet")
+	if err != nil {
+		return fmt.Errorf("ctr containers list: %v: %s", err, out)
+	}
+	var errs []string
+	for _, id := range hostLines(out) {
+		// "No such task" is fine: the container was not running.
+		_, _ = n.ctr("tasks", "delete", "--force", id)
+		if out, err := n.ctr("containers", "delete", id); err != nil {
+			errs = append(errs, fmt.Sprintf("ctr containers delete %s: %v: %s", id, err, out))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// ContainerPID is the host PID of a running container's init process;
+// containerID may carry the CRI's "containerd://" prefix.
+func (n *Node) ContainerPID(containerID string) (int, error) {
+	return containerPID(n.ContainerdSocket, containerID)
+}
+
+// containerPID finds a running container's host PID with `ctr tasks list`.
+func containerPID(socket, containerID string) (int, error) {
+	id := strings.TrimPrefix(containerID, "containerd://")
+	out, err := exec.Command("ctr", "--address", socket, "--namespace", criNamespace, "tasks", "list").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("ctr tasks list: %v: %s", err, out)
+	}
+	for _, line := range hostLines(out) {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == id {
+			return strconv.Atoi(f[1])
+		}
+	}
+	return 0, fmt.Errorf("no task for container %s", id)
+}
+
+// RSSKiB reads a process's resident set size from /proc.
+func RSSKiB(pid int) (int, error) {
+	return procStatusKiB(pid, "VmRSS:")
+}
+
+// procStatusKiB reads a "<key> N kB" line of /proc/<pid>/status.
+func procStatusKiB(pid int, key string) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
+			return strconv.Atoi(f[1])
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", key, pid)
+}
+
+// randomID is a short lower-case hex id: it names the node, the bridge
+// (interface names are at most 15 bytes) and the cgroup root.
+func randomID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
