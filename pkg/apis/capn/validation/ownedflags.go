@@ -16,6 +16,9 @@ const (
 	whyServiceRange = "it is set from spec.clusterNetwork.serviceCIDR"
 	whySigner       = "it points at the cluster CA capn issues for signing certificates"
 	whyServiceAcct  = "service account flags are tied to the signing keys capn generates for the cluster"
+	// capn runs kube-scheduler with --config; these flags would be ignored
+	// silently, so refusing them is the honest answer.
+	whyIgnoredWithConfig = "kube-scheduler ignores it because capn passes --config (set it in the scheduler configuration instead)"
 )
 
 // OwnedFlags lists, per component, the flags capn sets itself and a tenant
@@ -50,6 +53,7 @@ var OwnedFlags = map[string]map[string]string{
 		"bind-address":                       whyBindAddress,
 		"authorization-mode":                 "tenant clusters always authorize with Node,RBAC, which capn's own access relies on",
 		"anonymous-auth":                     "anonymous access stays off on an apiserver reachable from the management cluster",
+		"authentication-config":              "capn's authentication config limits anonymous access to the health endpoints the kubelet probes",
 		"token-auth-file":                    "static token files are not supported: the file would live in capn's pod",
 	},
 	componentControllerManager: {
@@ -76,6 +80,11 @@ var OwnedFlags = map[string]map[string]string{
 		"bind-address":                                    whyBindAddress,
 	},
 	componentScheduler: {
+		"profiling":                 whyIgnoredWithConfig,
+		"contention-profiling":      whyIgnoredWithConfig,
+		"kube-api-content-type":     whyIgnoredWithConfig,
+		"kube-api-qps":              whyIgnoredWithConfig,
+		"kube-api-burst":            whyIgnoredWithConfig,
 		"kubeconfig":                whyKubeconfig,
 		"authentication-kubeconfig": whyKubeconfig,
 		"authorization-kubeconfig":  whyKubeconfig,

@@ -1,0 +1,98 @@
+package builders
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/profiles"
+)
+
+// APIServer builds the tenant kube-apiserver: its authentication-config
+// ConfigMap, a Deployment whose pods carry nestedcluster.APIServerSelector
+// (so /scale and HPA find them), the Service that exposes it per
+// spec.apiServer.service and, with more than one replica, a PDB.
+func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
+	const component = provisioner.ComponentAPIServer
+	spec := &nc.Spec.APIServer
+	replicas, err := replicasOf(spec.Replicas, "spec.apiServer.replicas")
+	if err != nil {
+		return nil, err
+	}
+	prof, err := profileFor(nc)
+	if err != nil {
+		return nil, err
+	}
+
+	cn := nc.Spec.ClusterNetwork
+	in := profiles.Params{ServiceCIDR: cn.ServiceCIDR, PodCIDR: cn.PodCIDR, DNSDomain: cn.DNSDomain}
+	// The etcd files have the same names whichever etcd it is; only the
+	// Secrets behind them differ.
+	etcdCA := file{provisioner.SecretEtcdCA, corev1.TLSCertKey, profiles.FileEtcdCACert}
+	etcdClient := provisioner.SecretAPIServerEtcdClient
+	if x := nc.Spec.Etcd.External; x != nil {
+		in.EtcdServers, in.EtcdPrefix = x.Endpoints, x.Prefix
+		etcdCA = file{provisioner.SecretExternalEtcdCA, corev1.ServiceAccountRootCAKey, profiles.FileEtcdCACert}
+		etcdClient = provisioner.SecretExternalEtcdClient
+	} else {
+		in.EtcdServers, in.EtcdPrefix = []string{etcdClientURL(nc, p)}, v1alpha1.DefaultEtcdPrefix
+	}
+	flags, err := args(prof, component, in, spec.ExtraArgs)
+	if err != nil {
+		return nil, err
+	}
+
+	config := map[string]string{profiles.FileAuthenticationConfig: prof.AuthenticationConfig()}
+	pki := projectedSecrets("pki", []file{
+		{provisioner.SecretCA, corev1.TLSCertKey, profiles.FileCACert},
+		{provisioner.SecretAPIServerServing, corev1.TLSCertKey, profiles.FileAPIServerCert},
+		{provisioner.SecretAPIServerServing, corev1.TLSPrivateKeyKey, profiles.FileAPIServerKey},
+		{provisioner.SecretAPIServerKubeletClient, corev1.TLSCertKey, profiles.FileAPIServerKubeletCert},
+		{provisioner.SecretAPIServerKubeletClient, corev1.TLSPrivateKeyKey, profiles.FileAPIServerKubeletKey},
+		{provisioner.SecretFrontProxyCA, corev1.TLSCertKey, profiles.FileFrontProxyCACert},
+		{provisioner.SecretFrontProxyClient, corev1.TLSCertKey, profiles.FileFrontProxyClientCert},
+		{provisioner.SecretFrontProxyClient, corev1.TLSPrivateKeyKey, profiles.FileFrontProxyClientKey},
+		{provisioner.SecretServiceAccount, provisioner.SecretKeySAPublic, profiles.FileSAPublic},
+		{provisioner.SecretServiceAccount, provisioner.SecretKeySAPrivate, profiles.FileSAPrivate},
+		etcdCA,
+		{etcdClient, corev1.TLSCertKey, profiles.FileAPIServerEtcdClientCert},
+		{etcdClient, corev1.TLSPrivateKeyKey, profiles.FileAPIServerEtcdClientKey},
+	})
+	c := corev1.Container{
+		Name:    component,
+		Image:   ImageRegistry + "/" + component + ":" + nc.Spec.Version,
+		Command: []string{component},
+		Args:    flags,
+		Ports:   []corev1.ContainerPort{tcpPort("https", profiles.APIServerPort)},
+		// Anonymous access to these paths is what authentication-config
+		// allows; startup covers a cold etcd and the post-start hooks.
+		StartupProbe:   httpsProbe("/livez", profiles.APIServerPort, 10, 24),
+		LivenessProbe:  httpsProbe("/livez", profiles.APIServerPort, 10, 8),
+		ReadinessProbe: httpsProbe("/readyz", profiles.APIServerPort, 5, 3),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true},
+			{Name: "config", MountPath: profiles.ConfigDir, ReadOnly: true},
+		},
+	}
+	tpl := podTemplate(nc, component, podAnnotations(nc, p, config),
+		podSpec(nc, component, c, []corev1.Volume{pki, configMapVolume("config", provisioner.APIServerConfigName)}))
+	if err := customize(&tpl, component, &spec.ComponentSpec); err != nil {
+		return nil, err
+	}
+
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: objectMeta(nc, provisioner.APIServerName, component),
+		Spec: corev1.ServiceSpec{
+			Type:     spec.Service.Type,
+			Selector: provisioner.SelectorLabels(nc, component),
+			Ports:    []corev1.ServicePort{servicePort("https", spec.Service.Port, profiles.APIServerPort)},
+		},
+	}
+	return appendObjects(nil, podDisruptionBudget(nc, provisioner.APIServerName, component, replicas),
+		configMap(nc, provisioner.APIServerConfigName, component, config),
+		deployment(nc, provisioner.APIServerName, component, replicas, tpl, false),
+		svc), nil
+}

@@ -1,0 +1,107 @@
+package builders
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/profiles"
+)
+
+// ControllerManager builds kube-controller-manager: a Deployment (and a PDB
+// with more than one replica) reading its kubeconfig, serving certificate,
+// the cluster CA key (it signs CSRs) and the service-account key.
+func ControllerManager(nc *capn.NestedCluster, p Params) ([]Object, error) {
+	return controller(nc, p, controllerSpec{
+		component: provisioner.ComponentControllerManager,
+		name:      provisioner.ControllerManagerName,
+		field:     "spec.controllerManager.replicas",
+		spec:      &nc.Spec.ControllerManager,
+		port:      profiles.ControllerManagerPort,
+		files: []file{
+			{provisioner.SecretControllerManagerKC, provisioner.SecretKeyKubeconfig, profiles.FileKubeconfig},
+			{provisioner.SecretControllerManagerServing, corev1.TLSCertKey, profiles.FileServingCert},
+			{provisioner.SecretControllerManagerServing, corev1.TLSPrivateKeyKey, profiles.FileServingKey},
+			{provisioner.SecretCA, corev1.TLSCertKey, profiles.FileCACert},
+			{provisioner.SecretCA, corev1.TLSPrivateKeyKey, profiles.FileCAKey},
+			{provisioner.SecretServiceAccount, provisioner.SecretKeySAPrivate, profiles.FileSAPrivate},
+		},
+	})
+}
+
+// Scheduler builds kube-scheduler: its KubeSchedulerConfiguration
+// ConfigMap, a Deployment (and a PDB with more than one replica).
+func Scheduler(nc *capn.NestedCluster, p Params) ([]Object, error) {
+	return controller(nc, p, controllerSpec{
+		component: provisioner.ComponentScheduler,
+		name:      provisioner.SchedulerName,
+		field:     "spec.scheduler.replicas",
+		spec:      &nc.Spec.Scheduler,
+		port:      profiles.SchedulerPort,
+		files: []file{
+			{provisioner.SecretSchedulerKC, provisioner.SecretKeyKubeconfig, profiles.FileKubeconfig},
+			{provisioner.SecretSchedulerServing, corev1.TLSCertKey, profiles.FileServingCert},
+			{provisioner.SecretSchedulerServing, corev1.TLSPrivateKeyKey, profiles.FileServingKey},
+		},
+		configMap: provisioner.SchedulerConfigName,
+		config: func(prof profiles.Profile) map[string]string {
+			return map[string]string{profiles.FileSchedulerConfig: prof.SchedulerConfig()}
+		},
+	})
+}
+
+type controllerSpec struct {
+	component, name, field string
+	spec                   *capn.ComponentSpec
+	port                   int
+	files                  []file
+	configMap              string                                   // optional generated config ...
+	config                 func(profiles.Profile) map[string]string // ... and its files
+}
+
+// controller builds a leader-elected kube-* controller. Leader election is
+// on exactly when there is more than one replica (the API's rule; the flag
+// is owned), and a single replica is replaced with Recreate so two
+// unelected instances never overlap.
+func controller(nc *capn.NestedCluster, p Params, s controllerSpec) ([]Object, error) {
+	replicas, err := replicasOf(s.spec.Replicas, s.field)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := profileFor(nc)
+	if err != nil {
+		return nil, err
+	}
+	cn := nc.Spec.ClusterNetwork
+	in := profiles.Params{ServiceCIDR: cn.ServiceCIDR, PodCIDR: cn.PodCIDR, DNSDomain: cn.DNSDomain, LeaderElect: replicas > 1}
+	flags, err := args(prof, s.component, in, s.spec.ExtraArgs)
+	if err != nil {
+		return nil, err
+	}
+	c := corev1.Container{
+		Name:    s.component,
+		Image:   ImageRegistry + "/" + s.component + ":" + nc.Spec.Version,
+		Command: []string{s.component},
+		Args:    flags,
+		Ports:   []corev1.ContainerPort{tcpPort("https", s.port)},
+		// /healthz is in the components' default always-allowed paths.
+		StartupProbe:  httpsProbe("/healthz", s.port, 10, 24),
+		LivenessProbe: httpsProbe("/healthz", s.port, 10, 8),
+		VolumeMounts:  []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
+	}
+	volumes := []corev1.Volume{projectedSecrets("pki", s.files)}
+	var objs []Object
+	var config map[string]string
+	if s.configMap != "" {
+		config = s.config(prof)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: profiles.ConfigDir, ReadOnly: true})
+		volumes = append(volumes, configMapVolume("config", s.configMap))
+		objs = append(objs, configMap(nc, s.configMap, s.component, config))
+	}
+	tpl := podTemplate(nc, s.component, podAnnotations(nc, p, config), podSpec(nc, s.component, c, volumes))
+	if err := customize(&tpl, s.component, s.spec); err != nil {
+		return nil, err
+	}
+	objs = append(objs, deployment(nc, s.name, s.component, replicas, tpl, true))
+	return appendObjects(objs, podDisruptionBudget(nc, s.name, s.component, replicas)), nil
+}

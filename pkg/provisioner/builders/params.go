@@ -1,0 +1,132 @@
+// Package builders turns a defaulted, validated NestedCluster (internal
+// version) into the management-cluster objects of its control plane: pure
+// functions, no clients. The controller creates the Secrets they reference
+// (provisioner.Secret*) and applies what they return.
+package builders
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/profiles"
+	"capn.dev/capn/pkg/versions"
+)
+
+// Images. The kube-* images are <registry>/<component>:<spec.version>.
+const (
+	ImageRegistry = "registry.k8s.io"
+	// DefaultEtcdImage is the etcd the pinned Kubernetes release is tested
+	// with and the one the local node images carry.
+	DefaultEtcdImage = ImageRegistry + "/etcd:3.7.0-0"
+)
+
+// Params are what the builders need beyond the NestedCluster: facts only the
+// controller knows. The zero value is valid.
+type Params struct {
+	// APIServerServiceIP is the ClusterIP the management cluster gave the
+	// kube-apiserver Service. When set, APIServerURL (and so the kubeconfigs
+	// the controller writes) uses it instead of the Service's DNS name, and
+	// the serving certificate lists it: a node without cluster DNS cannot
+	// resolve the name.
+	APIServerServiceIP string
+	// EtcdServiceIP is the ClusterIP of the etcd client Service; when set,
+	// kube-apiserver's --etcd-servers uses it, for the same reason.
+	EtcdServiceIP string
+	// CertsHash identifies the current certificates (e.g. a hash of the
+	// Secrets' data). It is stamped on the kube-* pod templates so renewing
+	// a certificate rolls the pods that read it only at start.
+	CertsHash string
+	// EtcdImage is etcd's image when spec.etcd.managed.image is empty;
+	// empty means DefaultEtcdImage. The controller should pass the image
+	// the running etcd has (status.etcd.image) once it exists, so a capn
+	// release that moves DefaultEtcdImage does not roll a tenant's etcd:
+	// only managed.image may.
+	EtcdImage string
+}
+
+// Object is what every builder returns: a namespaced, typed object with
+// TypeMeta set, ready for server-side apply.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// All returns every object of nc's control plane: the namespace, etcd (when
+// managed), kube-apiserver, kube-controller-manager and kube-scheduler.
+func All(nc *capn.NestedCluster, p Params) ([]Object, error) {
+	out := []Object{Namespace(nc)}
+	for _, build := range []func(*capn.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler} {
+		objs, err := build(nc, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// Namespace is the management namespace. Pod Security enforces "baseline",
+// the level the API's podTemplate validation guarantees; capn's own pods
+// meet "restricted", so a warning means a user's podTemplate lowered it.
+func Namespace(nc *capn.NestedCluster) *corev1.Namespace {
+	labels := provisioner.Labels(nc)
+	labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	labels["pod-security.kubernetes.io/warn"] = "restricted"
+	labels["pod-security.kubernetes.io/audit"] = "restricted"
+	return &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: provisioner.ManagementNamespace(nc), Labels: labels},
+	}
+}
+
+// APIServerURL is how kube-controller-manager, kube-scheduler and capn
+// reach the tenant apiserver from inside the management cluster: the
+// Service ClusterIP when known, else its DNS name.
+func APIServerURL(nc *capn.NestedCluster, p Params) string {
+	host := provisioner.APIServerName + "." + provisioner.ManagementNamespace(nc) + ".svc"
+	if p.APIServerServiceIP != "" {
+		host = p.APIServerServiceIP
+	}
+	return "https://" + joinHostPort(host, nc.Spec.APIServer.Service.Port)
+}
+
+// etcdClientURL is the managed etcd's client Service, by IP when known.
+func etcdClientURL(nc *capn.NestedCluster, p Params) string {
+	host := provisioner.EtcdName + "." + provisioner.ManagementNamespace(nc) + ".svc"
+	if p.EtcdServiceIP != "" {
+		host = p.EtcdServiceIP
+	}
+	return "https://" + joinHostPort(host, profiles.EtcdClientPort)
+}
+
+func joinHostPort[T int | int32](host string, port T) string {
+	if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(int(port))
+}
+
+// profileFor parses spec.version and picks its flag profile.
+func profileFor(nc *capn.NestedCluster) (profiles.Profile, error) {
+	v, err := versions.Parse(nc.Spec.Version)
+	if err != nil {
+		return profiles.Profile{}, fmt.Errorf("spec.version %q: %w", nc.Spec.Version, err)
+	}
+	return profiles.For(v)
+}
+
+// replicasOf reads a defaulted replica count; nil means the object was not
+// defaulted, which the builders refuse rather than guess.
+func replicasOf(r *int32, field string) (int32, error) {
+	if r == nil {
+		return 0, fmt.Errorf("%s is not set: the NestedCluster must be defaulted before building", field)
+	}
+	return *r, nil
+}
