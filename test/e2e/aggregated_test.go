@@ -87,9 +87,32 @@ func (e *aggregatedEnv) testKubectl(t *testing.T) {
 		t.Fatalf("unexpected rows:\n%s", strings.Join(lines, "\n"))
 	}
 
+	if out := k.MustRun(t, "", "describe", "nestedcluster", "demo"); !strings.Contains(out, "Name:         demo") || !strings.Contains(out, "Kind:         NestedCluster") {
+		t.Fatalf("describe output:\n%s", out)
+	}
+	if out := k.MustRun(t, "", "explain", "nestedcluster.spec.apiServer.replicas"); !strings.Contains(out, "FIELD: replicas <integer>") {
+		t.Fatalf("explain through the aggregator:\n%s", out)
+	}
+
+	w := k.Start(t, "get", "nc", "demo", "-w", "-o", `jsonpath={.spec.apiServer.replicas}{"\n"}`)
+	w.WaitFor(t, 30*time.Second, "the watch's initial object", func(l string) bool { return l == "1" })
 	if out := k.MustRun(t, "", "scale", "nestedcluster/demo", "--replicas=2"); strings.TrimSpace(out) != "nestedcluster.capn.dev/demo scaled" {
 		t.Fatalf("unexpected scale output %q", out)
 	}
+	w.WaitFor(t, 30*time.Second, "the watch to see replicas=2", func(l string) bool { return l == "2" })
+
+	// Server-side apply through the aggregator: two managers, one field.
+	ssa := func(manager, replicas string, extra ...string) framework.Result {
+		doc := "apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: ssa\nspec:\n  scheduler:\n    replicas: " + replicas + "\n"
+		return k.Run(doc, append([]string{"apply", "--server-side", "--field-manager=" + manager, "-f", "-"}, extra...)...)
+	}
+	if r := ssa("alice", "2"); r.Err != nil {
+		t.Fatalf("first apply: %v: %s", r.Err, r.Stderr)
+	}
+	if r := ssa("bob", "3"); r.Err == nil || !strings.Contains(r.Stderr, "conflict") || !strings.Contains(r.Stderr, ".spec.scheduler.replicas") {
+		t.Fatalf("second manager's apply should conflict on .spec.scheduler.replicas; err=%v stderr=%s", r.Err, r.Stderr)
+	}
+	k.MustRun(t, "", "delete", "nestedcluster", "ssa")
 	if got := k.MustRun(t, "", "get", "nc", "demo", "-o", "jsonpath={.spec.apiServer.replicas}"); got != "2" {
 		t.Fatalf("replicas after scale = %q, want 2", got)
 	}
