@@ -26,11 +26,29 @@ images: build ## Build container images (capn, pause, tenant components) into _o
 	hack/build-images.sh
 
 .PHONY: tools
-tools: ## Build pinned kubectl, etcd and Kubernetes control-plane binaries into the version-keyed cache.
-	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy >/dev/null
+tools: ## Build pinned kubectl, etcd, Kubernetes components and kwok into the version-keyed cache.
+	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kwok >/dev/null
+
+# Binaries for the e2e tests and the devcluster, by the variables both read.
+CLUSTER_ENV = KUBECTL=$(KUBECTL) \
+	KUBE_APISERVER=$$(hack/build-tools.sh --print-path kube-apiserver) \
+	KUBE_CONTROLLER_MANAGER=$$(hack/build-tools.sh --print-path kube-controller-manager) \
+	KUBE_SCHEDULER=$$(hack/build-tools.sh --print-path kube-scheduler) \
+	ETCD=$$(hack/build-tools.sh --print-path etcd) \
+	KUBELET=$$(hack/build-tools.sh --print-path kubelet) \
+	KUBE_PROXY=$$(hack/build-tools.sh --print-path kube-proxy) \
+	CAPN_IMAGES=$(OUT)/images.tar
 
 .PHONY: run
-run: build ## Run capn-apiserver standalone with embedded etcd (Ctrl-C stops it).
+run: build images tools ## Start a local management cluster (control plane + real node) with capn deployed, in the background; `make down` stops it.
+	$(CLUSTER_ENV) hack/dev-up.sh
+
+.PHONY: down
+down: ## Stop the cluster of `make run` and remove everything it created.
+	hack/dev-down.sh
+
+.PHONY: run-standalone
+run-standalone: build ## Run capn-apiserver standalone with embedded etcd (Ctrl-C stops it).
 	hack/run-standalone.sh $(BIN)/capn-apiserver $(RUN_DIR) $(PORT)
 
 .PHONY: test
@@ -42,14 +60,9 @@ test-unit: ## Unit tests and storage tests on a real embedded etcd.
 
 .PHONY: test-e2e
 test-e2e: build tools images ## Real capn-apiserver + pinned kubectl: standalone, behind a real aggregator, and as a pod on a real kubelet node.
-	CAPN_APISERVER=$(BIN)/capn-apiserver KUBECTL=$(KUBECTL) \
-	KUBE_APISERVER=$$(hack/build-tools.sh --print-path kube-apiserver) \
-	KUBE_CONTROLLER_MANAGER=$$(hack/build-tools.sh --print-path kube-controller-manager) \
-	KUBE_SCHEDULER=$$(hack/build-tools.sh --print-path kube-scheduler) \
-	ETCD=$$(hack/build-tools.sh --print-path etcd) \
-	KUBELET=$$(hack/build-tools.sh --print-path kubelet) \
-	KUBE_PROXY=$$(hack/build-tools.sh --print-path kube-proxy) \
-	CAPN_IMAGES=$(OUT)/images.tar \
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) \
+	KWOK=$$(hack/build-tools.sh --print-path kwok) \
+	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
 		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 20m ./test/e2e/...
 
 .PHONY: bench

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -56,12 +55,12 @@ type Cluster struct {
 	// Startup is each component's time from exec to healthy, plus "total".
 	Startup map[string]time.Duration
 
-	t testing.TB
+	t TB
 }
 
 // StartCluster starts a management control plane in a fresh directory and
 // waits until it serves; everything is stopped and removed at test cleanup.
-func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
+func StartCluster(t TB, opts ClusterOptions) *Cluster {
 	t.Helper()
 	opts.defaults()
 	for name, bin := range map[string]string{"kube-apiserver": opts.KubeAPIServer,
@@ -185,7 +184,7 @@ func firstIP(n *net.IPNet) net.IP {
 }
 
 // freePortOn asks the kernel for a port that is free on ip.
-func freePortOn(t testing.TB, ip net.IP) int {
+func freePortOn(t TB, ip net.IP) int {
 	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -48,7 +47,7 @@ type AggregatedServer struct {
 // from a fresh CA and delegated authentication/authorization against the
 // cluster, as the service account namespace/serviceAccount (which must
 // exist), and waits until /readyz answers. extraArgs are appended.
-func (c *Cluster) StartAggregatedServer(t testing.TB, bin, namespace, serviceAccount, service string, extraArgs ...string) *AggregatedServer {
+func (c *Cluster) StartAggregatedServer(t TB, bin, namespace, serviceAccount, service string, extraArgs ...string) *AggregatedServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -31,7 +30,7 @@ type Process struct {
 // StartProcess runs bin with args, logging to <dir>/<name>.log. It is
 // stopped at test cleanup (SIGTERM, then SIGKILL after stopGrace) and its
 // log tail is printed if the test failed.
-func StartProcess(t testing.TB, dir, name, bin string, args ...string) *Process {
+func StartProcess(t TB, dir, name, bin string, args ...string) *Process {
 	t.Helper()
 	p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
 	logFile, err := os.Create(p.Log)
@@ -101,7 +100,7 @@ func (p *Process) Exited() (bool, error) {
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // DumpTail prints the last logTailLines lines of the log.
-func (p *Process) DumpTail(t testing.TB) {
+func (p *Process) DumpTail(t TB) {
 	b, err := os.ReadFile(p.Log)
 	if err != nil {
 		t.Logf("reading %s: %v", p.Log, err)
@@ -144,7 +143,7 @@ func (p *Process) WaitHealthy(client *http.Client, url string, timeout time.Dura
 
 // Eventually polls cond every 200ms until it holds, failing the test after
 // timeout with what was awaited and cond's last report.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (ok bool, last string)) {
+func Eventually(t TB, timeout time.Duration, what string, cond func() (ok bool, last string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

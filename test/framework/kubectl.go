@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -42,7 +41,7 @@ func (k Kubectl) Run(stdin string, args ...string) Result {
 }
 
 // MustRun fails the test when kubectl fails and returns its stdout.
-func (k Kubectl) MustRun(t testing.TB, stdin string, args ...string) string {
+func (k Kubectl) MustRun(t TB, stdin string, args ...string) string {
 	t.Helper()
 	r := k.Run(stdin, args...)
 	if r.Err != nil {
@@ -52,7 +51,7 @@ func (k Kubectl) MustRun(t testing.TB, stdin string, args ...string) string {
 }
 
 // MustFail fails the test when kubectl succeeds and returns its stderr.
-func (k Kubectl) MustFail(t testing.TB, stdin string, args ...string) string {
+func (k Kubectl) MustFail(t TB, stdin string, args ...string) string {
 	t.Helper()
 	r := k.Run(stdin, args...)
 	if r.Err == nil {
@@ -78,7 +77,7 @@ type Stream struct {
 }
 
 // Start runs kubectl in the background until the test ends.
-func (k Kubectl) Start(t testing.TB, args ...string) *Stream {
+func (k Kubectl) Start(t TB, args ...string) *Stream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, k.Bin, k.args(args)...)
@@ -112,7 +111,7 @@ func (k Kubectl) Start(t testing.TB, args ...string) *Stream {
 
 // WaitFor blocks until a line satisfying match has been printed, or fails
 // the test after timeout.
-func (s *Stream) WaitFor(t testing.TB, timeout time.Duration, what string, match func(string) bool) {
+func (s *Stream) WaitFor(t TB, timeout time.Duration, what string, match func(string) bool) {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {

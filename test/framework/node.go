@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,13 +53,22 @@ type Node struct {
 
 	c  *Cluster
 	st *nodeState
+	// afterTeardown runs, last first, once the node is gone: for host
+	// state its pods used (hostPath volumes).
+	afterTeardown []func() error
+}
+
+// AfterTeardown registers f to run at cleanup after the node's teardown,
+// when no container can use what f removes any more.
+func (n *Node) AfterTeardown(f func() error) {
+	n.afterTeardown = append(n.afterTeardown, f)
 }
 
 // StartNode starts a node for c and waits until the Node is Ready. At test
 // cleanup everything it created is removed (see teardown), so a later run
 // starts clean; a node left behind by a killed test is removed by the next
 // StartNode.
-func (c *Cluster) StartNode(t testing.TB, opts NodeOptions) *Node {
+func (c *Cluster) StartNode(t TB, opts NodeOptions) *Node {
 	t.Helper()
 	begin := time.Now()
 	if err := opts.defaults(c); err != nil {
@@ -94,6 +102,11 @@ func (c *Cluster) StartNode(t testing.TB, opts NodeOptions) *Node {
 	t.Cleanup(func() {
 		for _, err := range teardown(st) {
 			t.Errorf("node teardown: %v", err)
+		}
+		for i := len(n.afterTeardown) - 1; i >= 0; i-- {
+			if err := n.afterTeardown[i](); err != nil {
+				t.Errorf("after node teardown: %v", err)
+			}
 		}
 	})
 
@@ -189,7 +202,7 @@ func (o *NodeOptions) defaults(c *Cluster) error {
 }
 
 // waitFor polls check every 200ms until it succeeds, p exits or timeout.
-func (n *Node) waitFor(t testing.TB, p *Process, timeout time.Duration, what string, check func() error) {
+func (n *Node) waitFor(t TB, p *Process, timeout time.Duration, what string, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -170,7 +169,7 @@ func (st *nodeState) createCgroupRoot() error {
 // lockNodes makes this test process the only one running a node, waiting
 // up to timeout for another one to finish. The lock is released at test
 // cleanup, after the node's teardown, or by the kernel if the process dies.
-func lockNodes(t testing.TB, timeout time.Duration) {
+func lockNodes(t TB, timeout time.Duration) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(nodeStateDir), 0o700); err != nil {
 		t.Fatal(err)
@@ -196,7 +195,7 @@ func lockNodes(t testing.TB, timeout time.Duration) {
 
 // reapStaleNodes tears down nodes whose test process is gone. The caller
 // holds the node lock, so none of them is in use.
-func reapStaleNodes(t testing.TB) {
+func reapStaleNodes(t TB) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(nodeStateDir, "*.json"))
 	for _, f := range files {

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -33,7 +32,7 @@ type Standalone struct {
 }
 
 // FreePort asks the kernel for a free loopback port.
-func FreePort(t testing.TB) int {
+func FreePort(t TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,7 +45,7 @@ func FreePort(t testing.TB) int {
 // StartStandalone runs bin in dir (reusing its etcd data if present) and
 // waits until it is ready. The process is stopped at test cleanup, and its
 // log is printed if the test failed.
-func StartStandalone(t testing.TB, bin, dir string) *Standalone {
+func StartStandalone(t TB, bin, dir string) *Standalone {
 	t.Helper()
 	port := FreePort(t)
 	s := &Standalone{
@@ -120,7 +119,7 @@ func StartStandalone(t testing.TB, bin, dir string) *Standalone {
 }
 
 // Stop interrupts the server and waits for it to exit.
-func (s *Standalone) Stop(t testing.TB) {
+func (s *Standalone) Stop(t TB) {
 	t.Helper()
 	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatalf("stopping capn-apiserver: %v", err)
@@ -147,7 +146,7 @@ func (s *Standalone) RSSKiB() (int, error) {
 }
 
 // DumpLog prints the server log into the test output.
-func (s *Standalone) DumpLog(t testing.TB) {
+func (s *Standalone) DumpLog(t TB) {
 	b, err := os.ReadFile(s.log)
 	if err != nil {
 		t.Logf("reading %s: %v", s.log, err)

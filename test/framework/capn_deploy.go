@@ -1,0 +1,200 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Where and how the manifests in artifacts/deploy run capn-apiserver.
+const (
+	CapnNamespace   = "capn-system"
+	CapnService     = "capn-apiserver"
+	CapnPodSelector = "app.kubernetes.io/name=capn-apiserver"
+	CapnAPIService  = "v1alpha1.capn.dev"
+	// CapnDevEtcdDir is the dev overlay's hostPath volume
+	// (artifacts/deploy/overlays/dev/volume.yaml).
+	CapnDevEtcdDir = "/var/lib/capn-dev/etcd"
+	// capnUID is capn-apiserver's user in its image.
+	capnUID = 65532
+)
+
+// CapnDeployment is capn-apiserver deployed by DeployCapn.
+type CapnDeployment struct {
+	// Dir is the copy of artifacts/deploy that was applied, with the
+	// serving certificate in overlays/dev/certs.
+	Dir string
+	// ServingCA signs capn-apiserver's serving certificate (the APIService's
+	// caBundle).
+	ServingCA *CA
+	// Pod is the Ready capn-apiserver pod.
+	Pod *corev1.Pod
+	// PodReady and Available are the times from `kubectl apply -k` to a
+	// Ready pod and to the APIService's Available condition.
+	PodReady, Available time.Duration
+}
+
+// DeployCapn deploys capn-apiserver onto node n of c the way users do:
+// `kubectl apply -k` of the dev overlay (from a copy of repoRoot's
+// artifacts/deploy, with a fresh serving certificate), then waits for a
+// Ready pod and an Available APIService. The dev overlay's hostPath
+// directory is emptied first and removed after the node's teardown.
+func DeployCapn(t TB, c *Cluster, n *Node, k Kubectl, repoRoot string) *CapnDeployment {
+	t.Helper()
+	// The node lock is held (StartNode), so no other process's pod uses it.
+	prepareCapnDevEtcdDir(t, n)
+	d := &CapnDeployment{Dir: filepath.Join(t.TempDir(), "deploy")}
+	if err := copyTree(filepath.Join(repoRoot, "artifacts", "deploy"), d.Dir); err != nil {
+		t.Fatalf("copying the manifests: %v", err)
+	}
+	d.ServingCA = writeCapnServingCerts(t, filepath.Join(d.Dir, "overlays", "dev", "certs"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	applied := time.Now()
+	k.MustRun(t, "", "apply", "-k", filepath.Join(d.Dir, "overlays", "dev"))
+	d.Pod = WaitCapnPod(ctx, t, c, "")
+	d.PodReady = time.Since(applied)
+	WaitCapnAPIServiceAvailable(ctx, t, c)
+	d.Available = time.Since(applied)
+	t.Logf("capn-apiserver: pod %s Ready %s after apply, APIService Available %s after apply",
+		d.Pod.Name, d.PodReady.Round(time.Millisecond), d.Available.Round(time.Millisecond))
+	return d
+}
+
+// WaitCapnPod waits for a Ready capn-apiserver pod other than notName.
+func WaitCapnPod(ctx context.Context, t TB, c *Cluster, notName string) *corev1.Pod {
+	t.Helper()
+	var ready *corev1.Pod
+	Eventually(t, 3*time.Minute, "a Ready capn-apiserver pod", func() (bool, string) {
+		pods, err := c.Client.CoreV1().Pods(CapnNamespace).List(ctx, metav1.ListOptions{LabelSelector: CapnPodSelector})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for i, p := range pods.Items {
+			seen = append(seen, p.Name+":"+string(p.Status.Phase))
+			if p.Name == notName || p.DeletionTimestamp != nil {
+				continue
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					ready = &pods.Items[i]
+					return true, ""
+				}
+			}
+		}
+		return false, strings.Join(seen, ", ")
+	})
+	return ready
+}
+
+var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// WaitCapnAPIServiceAvailable waits for the APIService v1alpha1.capn.dev
+// to be Available: the aggregator reaches capn-apiserver.
+func WaitCapnAPIServiceAvailable(ctx context.Context, t TB, c *Cluster) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 2*time.Minute, "APIService "+CapnAPIService+" Available", func() (bool, string) {
+		obj, err := dyn.Resource(apiServices).Get(ctx, CapnAPIService, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, cond := range conds {
+			m, _ := cond.(map[string]any)
+			if m["type"] == "Available" {
+				return m["status"] == "True", fmt.Sprintf("%v: %v", m["reason"], m["message"])
+			}
+		}
+		return false, "no Available condition"
+	})
+}
+
+// writeCapnServingCerts writes capn's serving certificate, for the
+// Service's DNS name, and its CA where the dev overlay's secretGenerator
+// reads them.
+func writeCapnServingCerts(t TB, dir string) *CA {
+	t.Helper()
+	ca, err := NewCA(t.TempDir(), "capn-serving-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ca.ServingCert("capn-apiserver", []string{CapnService + "." + CapnNamespace + ".svc"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM, "ca.crt": ca.CertPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ca
+}
+
+// prepareCapnDevEtcdDir gives the dev overlay's hostPath volume a fresh,
+// empty directory owned by capn-apiserver's uid; it is removed after n's
+// teardown, once no container uses it. Data left by an earlier run is
+// removed: a deployment starts with an empty store.
+func prepareCapnDevEtcdDir(t TB, n *Node) {
+	t.Helper()
+	parent := filepath.Dir(CapnDevEtcdDir)
+	if entries, _ := os.ReadDir(CapnDevEtcdDir); len(entries) > 0 {
+		t.Logf("removing data left in %s by an earlier run", CapnDevEtcdDir)
+	}
+	if err := os.RemoveAll(parent); err != nil {
+		t.Fatal(err)
+	}
+	n.AfterTeardown(func() error {
+		if err := os.RemoveAll(parent); err != nil {
+			return fmt.Errorf("removing %s: %w", parent, err)
+		}
+		return nil
+	})
+	if err := os.MkdirAll(CapnDevEtcdDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(CapnDevEtcdDir, capnUID, capnUID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyTree copies the regular files under src to dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+}
