@@ -39,8 +39,12 @@ CLUSTER_ENV = KUBECTL=$(KUBECTL) \
 	KUBE_PROXY=$$(hack/build-tools.sh --print-path kube-proxy) \
 	CAPN_IMAGES=$(OUT)/images.tar
 
+.PHONY: deps
+deps: ## Install the Debian packages the local cluster needs (containerd, runc, CNI plugins, iptables).
+	hack/install-deps.sh
+
 .PHONY: run
-run: build images tools ## Start a local management cluster (control plane + real node) with capn deployed, in the background; `make down` stops it.
+run: deps build images tools ## Start a local management cluster (control plane + real node) with capn deployed, in the background; `make down` stops it.
 	$(CLUSTER_ENV) hack/dev-up.sh
 
 .PHONY: down
@@ -59,7 +63,7 @@ test-unit: ## Unit tests and storage tests on a real embedded etcd.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: build tools images ## Real capn-apiserver + pinned kubectl: standalone, behind a real aggregator, and as a pod on a real kubelet node.
+test-e2e: deps build tools images ## Real capn-apiserver + pinned kubectl: standalone, behind a real aggregator, and as a pod on a real kubelet node.
 	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) \
 	KWOK=$$(hack/build-tools.sh --print-path kwok) \
 	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
