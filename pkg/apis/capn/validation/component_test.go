@@ -125,6 +125,14 @@ func TestValidateComponentInvalid(t *testing.T) {
 		{"pod seccomp unconfined", func(nc *capn.NestedCluster) {
 			tpl(nc).SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
 		}, wantErr{pod + ".securityContext.seccompProfile.type", field.ErrorTypeForbidden, ""}},
+		{"main container args in podTemplate", func(nc *capn.NestedCluster) {
+			tpl(nc).Containers = []corev1.Container{{Name: "kube-apiserver", Args: []string{"--etcd-servers=http://evil:2379"}}}
+		}, wantErr{pod + ".containers[0].args", field.ErrorTypeForbidden, "spec.apiServer.extraArgs"}},
+		{"main container command in podTemplate", func(nc *capn.NestedCluster) {
+			nc.Spec.Scheduler.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "kube-scheduler", Command: []string{"/bin/sh"}}},
+			}}
+		}, wantErr{"spec.scheduler.podTemplate.spec.containers[0].command", field.ErrorTypeForbidden, "spec.scheduler.command"}},
 		{"hostPath volume", func(nc *capn.NestedCluster) {
 			nc.Spec.ControllerManager.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Volumes: vol(corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}),
