@@ -27,12 +27,7 @@ type aggregatedEnv struct {
 // a real kube-apiserver and drives it through the aggregator with kubectl.
 func TestAggregated(t *testing.T) {
 	kubectl, capnBin := env(t, "KUBECTL"), env(t, "CAPN_APISERVER")
-	c := framework.StartCluster(t, framework.ClusterOptions{
-		KubeAPIServer:         env(t, "KUBE_APISERVER"),
-		KubeControllerManager: env(t, "KUBE_CONTROLLER_MANAGER"),
-		KubeScheduler:         env(t, "KUBE_SCHEDULER"),
-		Etcd:                  env(t, "ETCD"),
-	})
+	c := framework.StartCluster(t, clusterOptions(t))
 	if c.NodeIP.IsLoopback() {
 		t.Fatalf("no non-loopback node IP: an EndpointSlice cannot point at %s", c.NodeIP)
 	}

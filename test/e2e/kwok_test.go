@@ -28,12 +28,7 @@ spec:
 // become Ready, and a Deployment scheduled onto them is rolled out by the
 // real scheduler and controllers, with kwok simulating the pods.
 func TestKwokFakeNodes(t *testing.T) {
-	c := framework.StartCluster(t, framework.ClusterOptions{
-		KubeAPIServer:         env(t, "KUBE_APISERVER"),
-		KubeControllerManager: env(t, "KUBE_CONTROLLER_MANAGER"),
-		KubeScheduler:         env(t, "KUBE_SCHEDULER"),
-		Etcd:                  env(t, "ETCD"),
-	})
+	c := framework.StartCluster(t, clusterOptions(t))
 	t.Setenv("KUBECACHEDIR", t.TempDir())
 	nodes := c.StartKwok(t, framework.KwokOptions{Bin: env(t, "KWOK"), StageDir: env(t, "KWOK_STAGES"), Nodes: 5})
 	admin := framework.Kubectl{Bin: env(t, "KUBECTL"), Kubeconfig: c.AdminKubeconfig}

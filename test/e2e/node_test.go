@@ -39,12 +39,7 @@ spec:
 // kubelet and kube-proxy, registered with a real control plane.
 func TestCapnOnNode(t *testing.T) {
 	kubectl, images := env(t, "KUBECTL"), env(t, "CAPN_IMAGES")
-	clusterOpts := framework.ClusterOptions{
-		KubeAPIServer:         env(t, "KUBE_APISERVER"),
-		KubeControllerManager: env(t, "KUBE_CONTROLLER_MANAGER"),
-		KubeScheduler:         env(t, "KUBE_SCHEDULER"),
-		Etcd:                  env(t, "ETCD"),
-	}
+	clusterOpts := clusterOptions(t)
 	nodeOpts := framework.NodeOptions{Kubelet: env(t, "KUBELET"), KubeProxy: env(t, "KUBE_PROXY"), Images: []string{images}}
 	if _, err := os.Stat(images); err != nil {
 		t.Fatalf("CAPN_IMAGES: %v (build it with `make images`)", err)

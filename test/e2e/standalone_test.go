@@ -30,6 +30,17 @@ func env(t *testing.T, name string) string {
 	return v
 }
 
+// clusterOptions points the framework at the pinned control-plane binaries
+// the Makefile passes in.
+func clusterOptions(t *testing.T) framework.ClusterOptions {
+	return framework.ClusterOptions{
+		KubeAPIServer:         env(t, "KUBE_APISERVER"),
+		KubeControllerManager: env(t, "KUBE_CONTROLLER_MANAGER"),
+		KubeScheduler:         env(t, "KUBE_SCHEDULER"),
+		Etcd:                  env(t, "ETCD"),
+	}
+}
+
 func repoFile(t *testing.T, rel string) string {
 	t.Helper()
 	_, here, _, _ := runtime.Caller(0)
