@@ -18,8 +18,13 @@ help: ## Show this help.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build capn-apiserver into _output/bin (static: it also goes into an image).
+build: ## Build capn-apiserver and the kubectl-nested plugin into _output/bin (static: it also goes into an image).
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/capn-apiserver ./cmd/capn-apiserver
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-nested ./cmd/kubectl-nested
+
+.PHONY: install-plugin
+install-plugin: build ## Install the kubectl-nested plugin into PREFIX/bin (default /usr/local/bin), so `kubectl nested` works.
+	install -D -m 0755 $(BIN)/kubectl-nested "$${PREFIX:-/usr/local}/bin/kubectl-nested"
 
 .PHONY: images
 images: build ## Build container images (capn, pause, tenant components) into _output/images.tar.
@@ -64,7 +69,7 @@ test-unit: ## Unit tests and storage tests on a real embedded etcd.
 
 .PHONY: test-e2e
 test-e2e: deps build tools images ## Real capn-apiserver + pinned kubectl: standalone, behind a real aggregator, and as a pod on a real kubelet node.
-	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) \
+	CAPN_APISERVER=$(BIN)/capn-apiserver KUBECTL_NESTED=$(BIN)/kubectl-nested $(CLUSTER_ENV) \
 	KWOK=$$(hack/build-tools.sh --print-path kwok) \
 	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
 		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 20m ./test/e2e/...

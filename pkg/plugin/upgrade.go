@@ -1,0 +1,201 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	typedv1alpha1 "capn.dev/capn/pkg/generated/clientset/versioned/typed/capn/v1alpha1"
+)
+
+type upgradeOptions struct {
+	*common
+	to      string
+	wait    bool
+	timeout time.Duration
+	print   genericPrintFlags
+}
+
+func newCmdUpgrade(c *common) *cobra.Command {
+	o := &upgradeOptions{common: c, print: printFlags("")}
+	cmd := &cobra.Command{
+		Use:   "upgrade NAME --to VERSION [--wait] [--timeout DURATION]",
+		Short: "Request an ordered upgrade of a NestedCluster's control plane",
+		Long: "Request an ordered upgrade (POST nestedclusters/NAME/upgrade). The server applies the\n" +
+			"skew policy. With --wait, follow status.upgrade until every component runs VERSION.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.to == "" {
+				return fmt.Errorf("--to is required")
+			}
+			return o.run(cmd.Context(), args[0])
+		},
+	}
+	cmd.Flags().StringVar(&o.to, "to", "", "Target Kubernetes version, e.g. v1.37.2 (required)")
+	cmd.Flags().BoolVar(&o.wait, "wait", false, "Wait until the upgrade has finished")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 15*time.Minute, "How long --wait waits")
+	o.print.AddFlags(cmd)
+	return cmd
+}
+
+func (o *upgradeOptions) run(ctx context.Context, name string) error {
+	o.print.NamePrintFlags.Operation = fmt.Sprintf("upgrade to %s requested", o.to)
+	printer, err := o.print.ToPrinter()
+	if err != nil {
+		return err
+	}
+	cs, ns, err := o.client()
+	if err != nil {
+		return err
+	}
+	ncs := cs.CapnV1alpha1().NestedClusters(ns)
+	req := &v1alpha1.NestedClusterUpgrade{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NestedClusterUpgrade"},
+		Version:  o.to,
+	}
+	nc, err := ncs.Upgrade(ctx, name, req, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	if err := printer.PrintObj(nc, o.Out); err != nil {
+		return err
+	}
+	if !o.wait {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	return waitForUpgrade(ctx, ncs, nc, o.to, func(format string, a ...any) { fmt.Fprintf(o.Out, format, a...) })
+}
+
+// waitForUpgrade follows the NestedCluster from nc on, printing a line
+// whenever the phase or the component being rolled changes, until
+// status.upgrade is finished and every upgraded component runs target.
+func waitForUpgrade(ctx context.Context, ncs typedv1alpha1.NestedClusterInterface, nc *v1alpha1.NestedCluster, target string, printf func(string, ...any)) error {
+	var lastPhase v1alpha1.NestedClusterPhase
+	lastComponent := "\x00"
+	check := func(nc *v1alpha1.NestedCluster) (bool, error) {
+		component := ""
+		if u := nc.Status.Upgrade; u != nil {
+			component = u.Component
+		}
+		if nc.Status.Phase != lastPhase || component != lastComponent {
+			lastPhase, lastComponent = nc.Status.Phase, component
+			line := fmt.Sprintf("%s: phase %s", objectName(nc.Name), orNone(string(nc.Status.Phase)))
+			if component != "" {
+				line += ", upgrading " + component
+			}
+			printf("%s\n", line)
+		}
+		if nc.Status.Phase == v1alpha1.PhaseDegraded {
+			return false, fmt.Errorf("%s is Degraded: %s", objectName(nc.Name), degradedMessage(nc))
+		}
+		return upgradeDone(nc, target), nil
+	}
+
+	if done, err := check(nc); done || err != nil {
+		if done {
+			printf("%s upgraded to %s\n", objectName(nc.Name), target)
+		}
+		return err
+	}
+	rv := nc.ResourceVersion
+	for {
+		w, err := ncs.Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", nc.Name).String(),
+			ResourceVersion: rv,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("timed out waiting for %s to reach %s", objectName(nc.Name), target)
+			}
+			return err
+		}
+		done, err := func() (bool, error) {
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return false, fmt.Errorf("timed out waiting for %s to reach %s", objectName(nc.Name), target)
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return false, nil // closed: watch again from rv
+					}
+					switch ev.Type {
+					case watch.Error:
+						if st := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(st) || apierrors.IsGone(st) {
+							rv = ""
+							return false, nil
+						}
+						return false, apierrors.FromObject(ev.Object)
+					case watch.Deleted:
+						return false, fmt.Errorf("%s was deleted while waiting for the upgrade", objectName(nc.Name))
+					}
+					cur, ok := ev.Object.(*v1alpha1.NestedCluster)
+					if !ok {
+						continue
+					}
+					rv = cur.ResourceVersion
+					if done, err := check(cur); done || err != nil {
+						if done {
+							printf("%s upgraded to %s\n", objectName(cur.Name), target)
+						}
+						return done, err
+					}
+				}
+			}
+		}()
+		if done || err != nil {
+			return err
+		}
+	}
+}
+
+// upgradeDone: status.upgrade targets the version and has finished, and every
+// component an upgrade rolls reports it (etcd is never upgraded).
+func upgradeDone(nc *v1alpha1.NestedCluster, target string) bool {
+	u := nc.Status.Upgrade
+	if u == nil || u.To != target || u.FinishedAt == nil {
+		return false
+	}
+	for _, c := range []v1alpha1.ComponentStatus{nc.Status.APIServer, nc.Status.ControllerManager, nc.Status.Scheduler} {
+		if c.Version != target {
+			return false
+		}
+	}
+	return true
+}
+
+// degradedMessage prefers the Ready condition's message, then any false one's.
+func degradedMessage(nc *v1alpha1.NestedCluster) string {
+	msg := ""
+	for _, c := range nc.Status.Conditions {
+		if c.Status == metav1.ConditionTrue || c.Message == "" {
+			continue
+		}
+		if c.Type == "Ready" {
+			return c.Message
+		}
+		if msg == "" {
+			msg = fmt.Sprintf("%s: %s", c.Type, c.Message)
+		}
+	}
+	if msg == "" {
+		msg = "no condition explains why"
+	}
+	return msg
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
