@@ -47,6 +47,9 @@ func init() {
 // Config is the complete configuration of capn-apiserver.
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
+	// PostStartHooks are added to the server by name, e.g. the
+	// provisioner controller when --provisioner is not "none".
+	PostStartHooks map[string]genericapiserver.PostStartHookFunc
 }
 
 // CompletedConfig can only be made by Complete.
@@ -55,12 +58,13 @@ type CompletedConfig struct {
 }
 
 type completedConfig struct {
-	GenericConfig genericapiserver.CompletedConfig
+	GenericConfig  genericapiserver.CompletedConfig
+	PostStartHooks map[string]genericapiserver.PostStartHookFunc
 }
 
 // Complete fills in defaults; it mutates the receiver.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete()}}
+	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete(), PostStartHooks: c.PostStartHooks}}
 }
 
 // Server is a running capn-apiserver.
@@ -87,6 +91,11 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, err
+	}
+	for name, hook := range c.PostStartHooks {
+		if err := generic.AddPostStartHook(name, hook); err != nil {
+			return nil, err
+		}
 	}
 	return &Server{GenericAPIServer: generic}, nil
 }

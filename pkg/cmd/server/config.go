@@ -8,10 +8,14 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
 	"capn.dev/capn/pkg/apiserver"
 	capnopenapi "capn.dev/capn/pkg/generated/openapi"
+	"capn.dev/capn/pkg/provisioner/controller"
 )
 
 // Config turns validated options into the server's configuration. etcdURL
@@ -64,5 +68,46 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 		// kubelet probes call without credentials.
 		cfg.Authentication.Authenticator = rejectAnonymous(cfg.Authentication.Authenticator)
 	}
-	return &apiserver.Config{GenericConfig: cfg}, nil
+	out := &apiserver.Config{GenericConfig: cfg}
+	if o.Provisioner == ProvisionerPods {
+		hook, err := o.provisionerHook(cfg.ClientConfig)
+		if err != nil {
+			return nil, err
+		}
+		out.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{"start-capn-provisioner": hook}
+	}
+	return out, nil
+}
+
+// provisionerHook starts the provisioner once the server serves, the way
+// kube-aggregator starts its controllers: it needs the loopback client, so
+// it cannot start earlier. core is the kube-apiserver that serves the
+// NestedClusters' namespaces, where their Events belong (nil: management).
+func (o *Options) provisionerHook(core *rest.Config) (genericapiserver.PostStartHookFunc, error) {
+	mgmt, err := rest.InClusterConfig()
+	if o.ManagementKubeconfig != "" {
+		mgmt, err = clientcmd.BuildConfigFromFlags("", o.ManagementKubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("management cluster config (--management-kubeconfig): %w", err)
+	}
+	return func(hctx genericapiserver.PostStartHookContext) error {
+		cfg := controller.RunConfig{
+			Capn:                 hctx.LoopbackClientConfig,
+			Management:           mgmt,
+			Events:               core,
+			LeaderElect:          o.LeaderElect,
+			LeaderElectNamespace: o.LeaderElectNamespace,
+			RenewalThreshold:     o.CertRenewalThreshold,
+			Workers:              2,
+		}
+		// The hook must return for the server to become ready; the
+		// controller runs until the server stops.
+		go func() {
+			if err := controller.Start(hctx, cfg); err != nil {
+				klog.ErrorS(err, "Provisioner stopped")
+			}
+		}()
+		return nil
+	}, nil
 }

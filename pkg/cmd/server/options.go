@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,9 +16,16 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apiserver"
+	"capn.dev/capn/pkg/provisioner/pki"
 )
 
 const etcdPathPrefix = "/registry/capn.dev"
+
+// Values of --provisioner.
+const (
+	ProvisionerNone = "none"
+	ProvisionerPods = "pods"
+)
 
 // Options are everything capn-apiserver can be told on its command line.
 type Options struct {
@@ -33,6 +41,19 @@ type Options struct {
 	// AlternateDNS are extra names for the self-signed serving certificate.
 	AlternateDNS []string
 
+	// Provisioner is how NestedClusters become control planes: "none"
+	// (store only) or "pods" (the provisioner controller, experimental).
+	Provisioner string
+	// ManagementKubeconfig reaches the cluster the control planes run in;
+	// empty means the in-cluster config.
+	ManagementKubeconfig string
+	// LeaderElect elects one provisioning replica via a Lease in
+	// LeaderElectNamespace of the management cluster.
+	LeaderElect          bool
+	LeaderElectNamespace string
+	// CertRenewalThreshold renews a certificate this long before expiry.
+	CertRenewalThreshold time.Duration
+
 	Out, ErrOut io.Writer
 }
 
@@ -42,8 +63,13 @@ func NewOptions(out, errOut io.Writer) *Options {
 		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
 		EmbeddedEtcdDataDir: "/var/lib/capn/etcd",
-		Out:                 out,
-		ErrOut:              errOut,
+		// Off until the provisioner's e2e passes on a real node.
+		Provisioner:          ProvisionerNone,
+		LeaderElect:          true,
+		LeaderElectNamespace: "capn-system",
+		CertRenewalThreshold: pki.DefaultRenewalThreshold,
+		Out:                  out,
+		ErrOut:               errOut,
 	}
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -63,6 +89,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Data directory of the embedded etcd, used when --etcd-servers is empty. Use --etcd-servers with a real etcd cluster in production.")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names for the self-signed serving certificate.")
+	fs.StringVar(&o.Provisioner, "provisioner", o.Provisioner,
+		"How NestedClusters become control planes: \"none\" stores them only; \"pods\" (EXPERIMENTAL) runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler as pods in the management cluster. Forced to \"none\" in --standalone mode.")
+	fs.StringVar(&o.ManagementKubeconfig, "management-kubeconfig", o.ManagementKubeconfig,
+		"Kubeconfig of the management cluster the control planes run in (default: the in-cluster config). Used with --provisioner=pods.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"With --provisioner=pods, provision from one replica only, elected through the Lease capn-provisioner in --leader-elect-namespace of the management cluster.")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace,
+		"Namespace of the provisioner's leader-election Lease in the management cluster.")
+	fs.DurationVar(&o.CertRenewalThreshold, "cert-renewal-threshold", o.CertRenewalThreshold,
+		"With --provisioner=pods, renew a control-plane certificate this long before it expires.")
 }
 
 // UseEmbeddedEtcd reports whether the server must start its own etcd.
@@ -74,6 +110,8 @@ func (o *Options) UseEmbeddedEtcd() bool {
 // parts of the server that need a core kube-apiserver in standalone mode.
 func (o *Options) Complete() error {
 	if o.Standalone {
+		// Standalone has no management cluster to provision into.
+		o.Provisioner = ProvisionerNone
 		r := o.Recommended
 		r.Authentication = nil
 		r.Authorization = nil
@@ -109,6 +147,18 @@ func (o *Options) Validate() error {
 	errs = append(errs, r.Traces.Validate()...)
 	if o.Standalone && r.SecureServing.BindPort == 0 {
 		errs = append(errs, fmt.Errorf("--secure-port must not be 0 in --standalone mode: the admin kubeconfig needs a fixed port"))
+	}
+	switch o.Provisioner {
+	case ProvisionerNone:
+	case ProvisionerPods:
+		if o.CertRenewalThreshold < 0 {
+			errs = append(errs, fmt.Errorf("--cert-renewal-threshold must not be negative"))
+		}
+		if o.LeaderElect && o.LeaderElectNamespace == "" {
+			errs = append(errs, fmt.Errorf("--leader-elect-namespace must be set with --leader-elect"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--provisioner must be %q or %q, not %q", ProvisionerNone, ProvisionerPods, o.Provisioner))
 	}
 	return utilerrors.NewAggregate(errs)
 }

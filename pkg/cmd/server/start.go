@@ -58,5 +58,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Standalone {
 		klog.InfoS("Standalone mode: admin kubeconfig written", "path", o.AdminKubeconfig)
 	}
+	if o.Provisioner != ProvisionerNone {
+		klog.InfoS("Provisioner enabled (experimental)", "provisioner", o.Provisioner,
+			"leaderElect", o.LeaderElect, "leaseNamespace", o.LeaderElectNamespace)
+	}
 	return srv.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }

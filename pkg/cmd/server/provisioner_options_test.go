@@ -1,0 +1,49 @@
+package server
+
+import (
+	"io"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"capn.dev/capn/pkg/provisioner/pki"
+)
+
+func parse(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := NewOptions(io.Discard, io.Discard)
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestProvisionerFlags(t *testing.T) {
+	o := parse(t)
+	if o.Provisioner != ProvisionerNone || !o.LeaderElect || o.LeaderElectNamespace != "capn-system" ||
+		o.CertRenewalThreshold != pki.DefaultRenewalThreshold || o.ManagementKubeconfig != "" {
+		t.Errorf("defaults: %+v", o)
+	}
+
+	o = parse(t, "--standalone", "--provisioner=pods")
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Provisioner != ProvisionerNone {
+		t.Errorf("standalone must force --provisioner=none, got %q", o.Provisioner)
+	}
+
+	if err := parse(t, "--provisioner=pods").Validate(); err != nil {
+		t.Errorf("--provisioner=pods: %v", err)
+	}
+	o = parse(t, "--provisioner=vms")
+	if err := o.Validate(); err == nil {
+		t.Error("--provisioner=vms: want an error")
+	}
+	o = parse(t, "--provisioner=pods", "--cert-renewal-threshold=-1h")
+	if err := o.Validate(); err == nil {
+		t.Error("negative --cert-renewal-threshold: want an error")
+	}
+}

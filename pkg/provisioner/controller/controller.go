@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/install"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/generated/clientset/versioned"
+	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
+	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
+)
+
+// notReadyRequeue polls a cluster that is still coming up: the controller
+// does not watch the management workloads yet, so this is how status
+// catches up with pods becoming ready.
+const notReadyRequeue = 10 * time.Second
+
+// scheme converts the served v1alpha1 objects to the internal version the
+// builders take, and defaults them on the way.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// Options are the controller's collaborators.
+type Options struct {
+	// Capn reads and writes NestedClusters (finalizer, status).
+	Capn       versioned.Interface
+	Informer   informers.NestedClusterInformer
+	Management Management
+	// Recorder records Events on the NestedCluster.
+	Recorder record.EventRecorder
+	// RenewalThreshold is passed to pki.Reconcile.
+	RenewalThreshold time.Duration
+	// Now is the clock for certificates; nil means time.Now.
+	Now func() time.Time
+}
+
+// Controller reconciles NestedClusters into management-cluster objects.
+type Controller struct {
+	capn      versioned.Interface
+	lister    listers.NestedClusterLister
+	synced    cache.InformerSynced
+	mgmt      Management
+	recorder  record.EventRecorder
+	threshold time.Duration
+	now       func() time.Time
+	queue     workqueue.TypedRateLimitingInterface[string]
+}
+
+// New wires the controller to its informer; call Run to start it.
+func New(o Options) (*Controller, error) {
+	c := &Controller{
+		capn:      o.Capn,
+		lister:    o.Informer.Lister(),
+		synced:    o.Informer.Informer().HasSynced,
+		mgmt:      o.Management,
+		recorder:  o.Recorder,
+		threshold: o.RenewalThreshold,
+		now:       o.Now,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"}),
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	enqueue := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
+		c.queue.Add(key)
+	}
+	_, err := o.Informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		// Deletion is driven by the finalizer (an update that sets
+		// deletionTimestamp); the final delete needs no work.
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding event handler: %w", err)
+	}
+	return c, nil
+}
+
+// Run processes the queue with workers goroutines until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting provisioner controller")
+	defer logger.Info("Shutting down provisioner controller")
+	if !cache.WaitForNamedCacheSync("capn-provisioner", ctx.Done(), c.synced) {
+		return
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	after, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Syncing NestedCluster", "key", key)
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// sync drives one NestedCluster one step closer to its spec. It returns a
+// delay after which to look again even without an event.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, err
+	}
+	cached, err := c.lister.NestedClusters(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil // gone; the finalizer already cleaned up
+	}
+	if err != nil {
+		return 0, err
+	}
+	nc := cached.DeepCopy() // never mutate the informer's cache
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("nestedcluster", key))
+
+	if nc.DeletionTimestamp != nil {
+		return c.finalize(ctx, nc)
+	}
+	if nc, err = c.ensureFinalizer(ctx, nc); err != nil {
+		return 0, err
+	}
+	// Paused is checked after the finalizer (deletion must still clean up)
+	// and before anything touches the management cluster.
+	if nc.Spec.Paused {
+		return 0, c.pause(ctx, nc)
+	}
+	in, err := toInternal(nc)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.ensureNamespace(ctx, nc, in); err != nil {
+		return 0, c.fail(nc, "NamespaceFailed", err)
+	}
+	params, err := c.ensureServices(ctx, nc, in)
+	if err != nil {
+		return 0, c.fail(nc, "ServicesFailed", err)
+	}
+	if params.CertsHash, err = c.ensurePKI(ctx, nc, in, params); err != nil {
+		return 0, c.fail(nc, "PKIFailed", err)
+	}
+	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
+	params.EtcdImage = nc.Status.Etcd.Image
+	if err := c.ensureWorkloads(ctx, nc, in, params); err != nil {
+		return 0, c.fail(nc, "ApplyFailed", err)
+	}
+	ready, err := c.updateStatus(ctx, nc, in)
+	if err != nil {
+		return 0, fmt.Errorf("updating status: %w", err)
+	}
+	if !ready {
+		return notReadyRequeue, nil
+	}
+	return 0, nil
+}
+
+// fail records err as a Warning Event and returns it for the retry.
+func (c *Controller) fail(nc *v1alpha1.NestedCluster, reason string, err error) error {
+	c.recorder.Event(nc, "Warning", reason, err.Error())
+	return fmt.Errorf("%s: %w", reason, err)
+}
+
+// toInternal defaults a copy of nc and converts it for the builders.
+func toInternal(nc *v1alpha1.NestedCluster) (*capn.NestedCluster, error) {
+	v := nc.DeepCopy()
+	scheme.Default(v)
+	out := &capn.NestedCluster{}
+	if err := scheme.Convert(v, out, nil); err != nil {
+		return nil, fmt.Errorf("converting %s/%s: %w", nc.Namespace, nc.Name, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+)
+
+// Finalizer holds a NestedCluster until its management namespace is gone,
+// so deleting the API object never leaks a running control plane.
+const Finalizer = "capn.dev/provisioner"
+
+// namespaceGoneRequeue polls a terminating namespace: the controller does
+// not watch namespaces, and deletion takes as long as its pods' grace.
+const namespaceGoneRequeue = 5 * time.Second
+
+// ensureFinalizer adds Finalizer before anything is created, and returns
+// the updated object so later steps write against its resourceVersion.
+func (c *Controller) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedCluster) (*v1alpha1.NestedCluster, error) {
+	if slices.Contains(nc.Finalizers, Finalizer) {
+		return nc, nil
+	}
+	nc.Finalizers = append(nc.Finalizers, Finalizer)
+	out, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("adding finalizer: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("Added finalizer")
+	c.recorder.Event(out, corev1.EventTypeNormal, "FinalizerAdded", "capn will delete the control plane when this NestedCluster is deleted")
+	return out, nil
+}
+
+// finalize deletes the management namespace (and so every object in it),
+// waits until it is gone, then releases the NestedCluster. It runs whether
+// or not the cluster is paused: a paused cluster must still be deletable.
+func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (time.Duration, error) {
+	if !slices.Contains(nc.Finalizers, Finalizer) {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx)
+	proto := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managementNamespace(nc)}}
+	live, err := c.mgmt.Get(ctx, proto)
+	switch {
+	case apierrors.IsNotFound(err):
+		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == Finalizer })
+		if _, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+			return 0, fmt.Errorf("removing finalizer: %w", err)
+		}
+		logger.Info("Control plane deleted, finalizer removed", "namespace", proto.Name)
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("getting namespace %s: %w", proto.Name, err)
+	}
+	// Never delete a namespace capn did not create for this cluster: a
+	// hash collision or a hand-made namespace must not lose its contents.
+	if l := live.GetLabels(); l[provisioner.ClusterLabel] != nc.Name || l[provisioner.ClusterNamespaceLabel] != nc.Namespace {
+		err := fmt.Errorf("namespace %s is not labelled as this cluster's; refusing to delete it", proto.Name)
+		c.recorder.Event(nc, corev1.EventTypeWarning, "DeleteFailed", err.Error())
+		return 0, err
+	}
+	if live.GetDeletionTimestamp() == nil {
+		if err := c.mgmt.Delete(ctx, proto); err != nil && !apierrors.IsNotFound(err) {
+			return 0, c.fail(nc, "DeleteFailed", fmt.Errorf("deleting namespace %s: %w", proto.Name, err))
+		}
+		logger.Info("Deleting control plane", "namespace", proto.Name)
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, "Deleting", "deleting management namespace %s", proto.Name)
+	}
+	return namespaceGoneRequeue, nil
+}
+
+// managementNamespace names nc's namespace; it depends only on the name.
+func managementNamespace(nc *v1alpha1.NestedCluster) string {
+	in := &capn.NestedCluster{}
+	in.Namespace, in.Name = nc.Namespace, nc.Name
+	return provisioner.ManagementNamespace(in)
+}

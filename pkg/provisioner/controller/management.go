@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"capn.dev/capn/pkg/provisioner/builders"
+)
+
+// FieldManager owns every field capn applies in the management cluster.
+const FieldManager = "capn-provisioner"
+
+// Management is every call the controller makes to the management cluster.
+// It is kept this narrow so that tests can count writes (Apply, Create,
+// Update, Delete) and so the controller cannot grow hidden side effects.
+// Objects are addressed by a prototype: its Go type picks the resource and
+// its namespace/name the object.
+type Management interface {
+	// Get returns the live object, or a NotFound error.
+	Get(ctx context.Context, proto builders.Object) (builders.Object, error)
+	// ListSecrets returns the Secrets of a namespace.
+	ListSecrets(ctx context.Context, namespace string) ([]corev1.Secret, error)
+	// Apply server-side applies obj as FieldManager, forcing conflicts:
+	// capn is the only writer of what it renders.
+	Apply(ctx context.Context, obj builders.Object) (builders.Object, error)
+	Create(ctx context.Context, obj builders.Object) error
+	Update(ctx context.Context, obj builders.Object) error
+	Delete(ctx context.Context, proto builders.Object) error
+}
+
+// NewManagement implements Management over a kubernetes clientset.
+func NewManagement(c kubernetes.Interface) Management { return kubeManagement{c} }
+
+type kubeManagement struct{ c kubernetes.Interface }
+
+type op int
+
+const (
+	opGet op = iota
+	opApply
+	opCreate
+	opUpdate
+	opDelete
+)
+
+func (m kubeManagement) Get(ctx context.Context, proto builders.Object) (builders.Object, error) {
+	return m.do(ctx, opGet, proto)
+}
+
+func (m kubeManagement) Apply(ctx context.Context, obj builders.Object) (builders.Object, error) {
+	return m.do(ctx, opApply, obj)
+}
+
+func (m kubeManagement) Create(ctx context.Context, obj builders.Object) error {
+	_, err := m.do(ctx, opCreate, obj)
+	return err
+}
+
+func (m kubeManagement) Update(ctx context.Context, obj builders.Object) error {
+	_, err := m.do(ctx, opUpdate, obj)
+	return err
+}
+
+func (m kubeManagement) Delete(ctx context.Context, proto builders.Object) error {
+	_, err := m.do(ctx, opDelete, proto)
+	return err
+}
+
+func (m kubeManagement) ListSecrets(ctx context.Context, namespace string) ([]corev1.Secret, error) {
+	l, err := m.c.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// do dispatches on the kinds the builders produce; a new kind there fails
+// loudly here rather than being silently skipped.
+func (m kubeManagement) do(ctx context.Context, o op, obj builders.Object) (builders.Object, error) {
+	ns := obj.GetNamespace()
+	switch t := obj.(type) {
+	case *corev1.Namespace:
+		return call(ctx, m.c.CoreV1().Namespaces(), o, t)
+	case *corev1.Service:
+		return call(ctx, m.c.CoreV1().Services(ns), o, t)
+	case *corev1.ConfigMap:
+		return call(ctx, m.c.CoreV1().ConfigMaps(ns), o, t)
+	case *corev1.Secret:
+		return call(ctx, m.c.CoreV1().Secrets(ns), o, t)
+	case *appsv1.Deployment:
+		return call(ctx, m.c.AppsV1().Deployments(ns), o, t)
+	case *appsv1.StatefulSet:
+		return call(ctx, m.c.AppsV1().StatefulSets(ns), o, t)
+	case *policyv1.PodDisruptionBudget:
+		return call(ctx, m.c.PolicyV1().PodDisruptionBudgets(ns), o, t)
+	default:
+		return nil, fmt.Errorf("management: unsupported object type %T", obj)
+	}
+}
+
+// typedClient is the part of every generated typed client that do needs.
+type typedClient[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+func call[T builders.Object](ctx context.Context, c typedClient[T], o op, obj T) (builders.Object, error) {
+	var (
+		out T
+		err error
+	)
+	switch o {
+	case opGet:
+		out, err = c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	case opCreate:
+		out, err = c.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+	case opUpdate:
+		out, err = c.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+	case opDelete:
+		// Background: the namespace's contents go with it server-side.
+		return nil, c.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	case opApply:
+		// The typed object serialises as a full apply configuration: the
+		// builders set TypeMeta and only the fields capn owns.
+		data, merr := json.Marshal(obj)
+		if merr != nil {
+			return nil, fmt.Errorf("encoding %T %s: %w", obj, obj.GetName(), merr)
+		}
+		out, err = c.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+	}
+	if err != nil {
+		return nil, err // never a typed nil inside the interface
+	}
+	return out, nil
+}

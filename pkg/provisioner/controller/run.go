@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"capn.dev/capn/pkg/generated/clientset/versioned"
+	capnscheme "capn.dev/capn/pkg/generated/clientset/versioned/scheme"
+	"capn.dev/capn/pkg/generated/informers/externalversions"
+)
+
+// LeaseName is the Lease that elects one provisioning capn-apiserver.
+const LeaseName = "capn-provisioner"
+
+// RunConfig is what Start needs from capn-apiserver's configuration.
+type RunConfig struct {
+	// Capn reaches capn-apiserver itself (the loopback config).
+	Capn *rest.Config
+	// Management reaches the cluster the control planes run in.
+	Management *rest.Config
+	// Events reaches the cluster that serves the NestedClusters' namespaces
+	// (the aggregating kube-apiserver); nil means Management.
+	Events *rest.Config
+	// LeaderElect elects one replica via Lease LeaderElectNamespace/LeaseName
+	// in the management cluster.
+	LeaderElect          bool
+	LeaderElectNamespace string
+	RenewalThreshold     time.Duration
+	Workers              int
+}
+
+// Start runs the controller until ctx ends, under leader election when
+// configured. All replicas serve the API; only the leader provisions.
+func Start(ctx context.Context, cfg RunConfig) error {
+	logger := klog.FromContext(ctx).WithName("provisioner")
+	ctx = klog.NewContext(ctx, logger)
+	capnClient, err := versioned.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg.Capn), LeaseName))
+	if err != nil {
+		return fmt.Errorf("capn client: %w", err)
+	}
+	mgmt, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg.Management), LeaseName))
+	if err != nil {
+		return fmt.Errorf("management client: %w", err)
+	}
+	events := mgmt
+	if cfg.Events != nil {
+		if events, err = kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg.Events), LeaseName)); err != nil {
+			return fmt.Errorf("events client: %w", err)
+		}
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(capnscheme.Scheme, corev1.EventSource{Component: LeaseName})
+
+	run := func(ctx context.Context) {
+		// A fresh factory per term: a lost lease stops its informers too.
+		factory := externalversions.NewSharedInformerFactory(capnClient, 10*time.Minute)
+		defer factory.Shutdown()
+		c, err := New(Options{
+			Capn:             capnClient,
+			Informer:         factory.Capn().V1alpha1().NestedClusters(),
+			Management:       NewManagement(mgmt),
+			Recorder:         recorder,
+			RenewalThreshold: cfg.RenewalThreshold,
+		})
+		if err != nil {
+			logger.Error(err, "Building provisioner controller")
+			return
+		}
+		factory.Start(ctx.Done())
+		c.Run(ctx, max(cfg.Workers, 1))
+	}
+	if !cfg.LeaderElect {
+		run(ctx)
+		return nil
+	}
+	host, _ := os.Hostname()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaderElectNamespace, Name: LeaseName},
+		Client:     mgmt.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())},
+	}
+	// Losing the lease ends the term, not the server: campaign again.
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			Name:            LeaseName,
+			LeaseDuration:   15 * time.Second,
+			RenewDeadline:   10 * time.Second,
+			RetryPeriod:     2 * time.Second,
+			ReleaseOnCancel: true,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: run,
+				OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", lock.Identity()) },
+			},
+		})
+	}
+	return nil
+}

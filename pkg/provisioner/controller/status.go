@@ -1,0 +1,168 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/builders"
+)
+
+// Condition types the controller reports.
+const (
+	ConditionEtcdReady                  = "EtcdReady"
+	ConditionAPIServerAvailable         = "APIServerAvailable"
+	ConditionControllerManagerAvailable = "ControllerManagerAvailable"
+	ConditionSchedulerAvailable         = "SchedulerAvailable"
+	ConditionReady                      = "Ready"
+)
+
+// observed is one component's status and whether it is usable (available)
+// and fully rolled out to the desired spec (done).
+type observed struct {
+	status          v1alpha1.ComponentStatus
+	available, done bool
+}
+
+// updateStatus derives the status from the management workloads and
+// writes it only if it changed. It reports whether the cluster is Ready.
+func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster) (bool, error) {
+	ns := provisioner.ManagementNamespace(in)
+	etcd := observed{available: true, done: true} // external etcd: not ours to watch
+	var err error
+	if m := in.Spec.Etcd.Managed; m != nil {
+		if etcd, err = c.observe(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.EtcdName}}, ptr.Deref(m.Replicas, 1), true); err != nil {
+			return false, err
+		}
+	}
+	api, err := c.observe(ctx, deploymentRef(ns, provisioner.APIServerName), ptr.Deref(in.Spec.APIServer.Replicas, 1), false)
+	if err != nil {
+		return false, err
+	}
+	kcm, err := c.observe(ctx, deploymentRef(ns, provisioner.ControllerManagerName), ptr.Deref(in.Spec.ControllerManager.Replicas, 1), false)
+	if err != nil {
+		return false, err
+	}
+	sched, err := c.observe(ctx, deploymentRef(ns, provisioner.SchedulerName), ptr.Deref(in.Spec.Scheduler.Replicas, 1), false)
+	if err != nil {
+		return false, err
+	}
+
+	st := nc.Status.DeepCopy()
+	st.ObservedGeneration = nc.Generation
+	st.Etcd, st.APIServer, st.ControllerManager, st.Scheduler = etcd.status, api.status, kcm.status, sched.status
+	st.Replicas = api.status.Replicas
+	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(in, provisioner.ComponentAPIServer)).String()
+	st.Endpoint = "https://" + net.JoinHostPort(provisioner.APIServerName+"."+ns+".svc", strconv.Itoa(int(in.Spec.APIServer.Service.Port)))
+	meta.RemoveStatusCondition(&st.Conditions, ConditionPaused)
+
+	set := func(typ string, ok bool, reason, notReason string) {
+		cond := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, ObservedGeneration: nc.Generation}
+		if !ok {
+			cond.Status, cond.Reason = metav1.ConditionFalse, notReason
+		}
+		meta.SetStatusCondition(&st.Conditions, cond)
+	}
+	set(ConditionEtcdReady, etcd.available, "QuorumReady", "QuorumNotReady")
+	set(ConditionAPIServerAvailable, api.available, "ReplicasReady", "NoReadyReplicas")
+	set(ConditionControllerManagerAvailable, kcm.available, "ReplicasReady", "NoReadyReplicas")
+	set(ConditionSchedulerAvailable, sched.available, "ReplicasReady", "NoReadyReplicas")
+	ready := etcd.available && api.available && kcm.available && sched.available &&
+		etcd.done && api.done && kcm.done && sched.done
+	set(ConditionReady, ready, "AllComponentsAvailable", "ComponentsNotReady")
+
+	upgrading := false
+	for _, o := range []observed{api, kcm, sched} {
+		upgrading = upgrading || (o.status.Version != "" && o.status.Version != in.Spec.Version)
+	}
+	switch {
+	case ready:
+		st.Phase = v1alpha1.PhaseReady
+	case upgrading:
+		st.Phase = v1alpha1.PhaseUpgrading
+	case nc.Status.Phase == v1alpha1.PhaseReady || nc.Status.Phase == v1alpha1.PhaseDegraded:
+		st.Phase = v1alpha1.PhaseDegraded // it worked before: something broke
+	default:
+		st.Phase = v1alpha1.PhaseProvisioning
+	}
+	if _, err := c.writeStatus(ctx, nc, st); err != nil {
+		return false, err
+	}
+	return ready, nil
+}
+
+func deploymentRef(ns, name string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// observe reads a Deployment or StatefulSet; a missing one is simply not
+// available yet. Etcd is available with a quorum of ready members, a
+// Deployment with one ready replica; done means rolled out to desired.
+func (c *Controller) observe(ctx context.Context, proto builders.Object, desired int32, quorum bool) (observed, error) {
+	live, err := c.mgmt.Get(ctx, proto)
+	if apierrors.IsNotFound(err) {
+		return observed{}, nil
+	}
+	if err != nil {
+		return observed{}, fmt.Errorf("getting %s/%s: %w", proto.GetNamespace(), proto.GetName(), err)
+	}
+	var o observed
+	seen := false // the workload controller has acted on the latest spec
+	switch w := live.(type) {
+	case *appsv1.Deployment:
+		o.status = componentStatus(w.Status.Replicas, w.Status.ReadyReplicas, w.Status.UpdatedReplicas, w.Spec.Template)
+		seen = w.Status.ObservedGeneration >= w.Generation
+	case *appsv1.StatefulSet:
+		o.status = componentStatus(w.Status.Replicas, w.Status.ReadyReplicas, w.Status.UpdatedReplicas, w.Spec.Template)
+		seen = w.Status.ObservedGeneration >= w.Generation
+	default:
+		return observed{}, fmt.Errorf("observing %T: not a workload", live)
+	}
+	need := int32(1)
+	if quorum {
+		need = desired/2 + 1
+	}
+	s := o.status
+	o.available = s.ReadyReplicas >= need
+	o.done = seen && s.Replicas == desired && s.ReadyReplicas >= desired && s.UpdatedReplicas >= desired
+	return o, nil
+}
+
+func componentStatus(replicas, ready, updated int32, tpl corev1.PodTemplateSpec) v1alpha1.ComponentStatus {
+	cs := v1alpha1.ComponentStatus{Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: updated,
+		Version: tpl.Annotations[provisioner.VersionAnnotation]}
+	if len(tpl.Spec.Containers) > 0 {
+		cs.Image = tpl.Spec.Containers[0].Image
+	}
+	return cs
+}
+
+// writeStatus calls UpdateStatus only when st differs from nc's status, so
+// a steady cluster costs no writes. nc is updated in place.
+func (c *Controller) writeStatus(ctx context.Context, nc *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus) (bool, error) {
+	if equality.Semantic.DeepEqual(nc.Status, *st) {
+		return false, nil
+	}
+	nc.Status = *st
+	out, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).UpdateStatus(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return false, fmt.Errorf("writing status: %w", err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated status", "phase", st.Phase)
+	out.DeepCopyInto(nc)
+	return true, nil
+}

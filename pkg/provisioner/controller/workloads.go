@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/builders"
+)
+
+// SpecHashAnnotation records the hash of what capn last applied. Comparing
+// it with the desired object's hash is how an unchanged resync makes no
+// writes: a live object carries defaults and status, so comparing it field
+// by field with the desired one would always differ.
+const SpecHashAnnotation = "capn.dev/spec-hash"
+
+// ensureServices applies the Services first: their ClusterIPs go into the
+// certificates and flags of everything else (Params). Services do not
+// depend on Params, so rendering with the zero value is exact.
+func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster) (builders.Params, error) {
+	var p builders.Params
+	objs, err := builders.All(in, p)
+	if err != nil {
+		return p, fmt.Errorf("rendering: %w", err)
+	}
+	var applied []string
+	for _, o := range objs {
+		svc, ok := o.(*corev1.Service)
+		if !ok {
+			continue
+		}
+		live, changed, err := c.applyIfChanged(ctx, svc)
+		if err != nil {
+			return p, fmt.Errorf("service %s: %w", svc.Name, err)
+		}
+		if changed {
+			applied = append(applied, "Service/"+svc.Name)
+		}
+		ip := live.(*corev1.Service).Spec.ClusterIP
+		switch svc.Name {
+		case provisioner.APIServerName:
+			p.APIServerServiceIP = ip
+		case provisioner.EtcdName:
+			p.EtcdServiceIP = ip
+		}
+	}
+	c.reportApplied(ctx, nc, applied)
+	return p, nil
+}
+
+// ensureWorkloads applies everything but the namespace and Services
+// (ensured before, since the rest depends on them).
+func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) error {
+	objs, err := builders.All(in, p)
+	if err != nil {
+		return fmt.Errorf("rendering: %w", err)
+	}
+	var applied []string
+	for _, o := range objs {
+		switch o.(type) {
+		case *corev1.Namespace, *corev1.Service:
+			continue
+		}
+		_, changed, err := c.applyIfChanged(ctx, o)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", kindOf(o), o.GetName(), err)
+		}
+		if changed {
+			applied = append(applied, kindOf(o)+"/"+o.GetName())
+		}
+	}
+	c.reportApplied(ctx, nc, applied)
+	return nil
+}
+
+func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {
+	if len(applied) == 0 {
+		return
+	}
+	klog.FromContext(ctx).Info("Applied control-plane objects", "objects", applied)
+	c.recorder.Eventf(nc, corev1.EventTypeNormal, "Applied", "applied %s", strings.Join(applied, ", "))
+}
+
+// applyIfChanged server-side applies obj unless the live object already
+// carries obj's hash. It returns the live (or applied) object and whether
+// it wrote. obj gains the hash annotation.
+func (c *Controller) applyIfChanged(ctx context.Context, obj builders.Object) (builders.Object, bool, error) {
+	hash, err := specHash(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	live, err := c.mgmt.Get(ctx, obj)
+	switch {
+	case err == nil && live.GetAnnotations()[SpecHashAnnotation] == hash:
+		return live, false, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, false, fmt.Errorf("getting: %w", err)
+	}
+	a := maps.Clone(obj.GetAnnotations())
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[SpecHashAnnotation] = hash
+	obj.SetAnnotations(a)
+	out, err := c.mgmt.Apply(ctx, obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("applying: %w", err)
+	}
+	return out, true, nil
+}
+
+// specHash is a sha256 of obj as rendered, without the hash annotation;
+// json.Marshal sorts map keys, so equal objects hash equally.
+func specHash(obj builders.Object) (string, error) {
+	if _, ok := obj.GetAnnotations()[SpecHashAnnotation]; ok {
+		return "", fmt.Errorf("%s %s: already carries %s", kindOf(obj), obj.GetName(), SpecHashAnnotation)
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("encoding %s %s: %w", kindOf(obj), obj.GetName(), err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+func kindOf(o builders.Object) string { return o.GetObjectKind().GroupVersionKind().Kind }
