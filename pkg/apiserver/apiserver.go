@@ -24,7 +24,28 @@ var (
 	Scheme = runtime.NewScheme()
 	// Codecs serialises objects of Scheme.
 	Codecs = serializer.NewCodecFactory(Scheme)
+	// NegotiatedSerializer is what capn-apiserver serves: Codecs without
+	// protobuf, which the capn.dev types do not implement. Were protobuf
+	// offered, clients that prefer it (kube-controller-manager's metadata
+	// client: the namespace deleter, the garbage collector) would get it
+	// chosen for NestedCluster lists and fail to encode ("does not implement
+	// the protobuf marshalling interface"), so no namespace of the cluster
+	// could finish deleting. Without it they fall back to JSON, as for CRDs.
+	NegotiatedSerializer runtime.NegotiatedSerializer = withoutProtobuf{Codecs}
 )
+
+// withoutProtobuf hides the protobuf serializer of a CodecFactory.
+type withoutProtobuf struct{ serializer.CodecFactory }
+
+func (w withoutProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
+	var out []runtime.SerializerInfo
+	for _, info := range w.CodecFactory.SupportedMediaTypes() {
+		if info.MediaType != runtime.ContentTypeProtobuf {
+			out = append(out, info)
+		}
+	}
+	return out
+}
 
 func init() {
 	install.Install(Scheme)
@@ -83,6 +104,7 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(capn.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	group.NegotiatedSerializer = NegotiatedSerializer
 	group.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
 		"nestedclusters":         store.NestedCluster,
 		"nestedclusters/status":  store.Status,

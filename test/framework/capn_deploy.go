@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -52,6 +53,19 @@ type CapnDeployment struct {
 // directory is emptied first and removed after the node's teardown.
 func DeployCapn(t TB, c *Cluster, n *Node, k Kubectl, repoRoot string) *CapnDeployment {
 	t.Helper()
+	return DeployCapnWith(t, c, n, k, repoRoot, CapnDeployOptions{})
+}
+
+// CapnDeployOptions change the copy of the manifests DeployCapn applies.
+type CapnDeployOptions struct {
+	// ExtraArgs are appended to capn-apiserver's container args (by a
+	// kustomize patch in the copied dev overlay), e.g. --provisioner=pods.
+	ExtraArgs []string
+}
+
+// DeployCapnWith is DeployCapn with options.
+func DeployCapnWith(t TB, c *Cluster, n *Node, k Kubectl, repoRoot string, opts CapnDeployOptions) *CapnDeployment {
+	t.Helper()
 	// The node lock is held (StartNode), so no other process's pod uses it.
 	prepareCapnDevEtcdDir(t, n)
 	d := &CapnDeployment{Dir: filepath.Join(t.TempDir(), "deploy")}
@@ -59,6 +73,11 @@ func DeployCapn(t TB, c *Cluster, n *Node, k Kubectl, repoRoot string) *CapnDepl
 		t.Fatalf("copying the manifests: %v", err)
 	}
 	d.ServingCA = writeCapnServingCerts(t, filepath.Join(d.Dir, "overlays", "dev", "certs"))
+	if len(opts.ExtraArgs) > 0 {
+		if err := addCapnArgs(filepath.Join(d.Dir, "overlays", "dev"), opts.ExtraArgs); err != nil {
+			t.Fatalf("patching the container args: %v", err)
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -179,6 +198,35 @@ func prepareCapnDevEtcdDir(t TB, n *Node) {
 	if err := os.Chown(CapnDevEtcdDir, capnUID, capnUID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// addCapnArgs adds a JSON patch to the dev overlay at dir that appends args
+// to capn-apiserver's container args.
+func addCapnArgs(dir string, args []string) error {
+	const patchFile = "extra-args.yaml"
+	var b strings.Builder
+	for _, a := range args {
+		// JSON strings are valid YAML scalars.
+		v, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "- {op: add, path: /spec/template/spec/containers/0/args/-, value: %s}\n", v)
+	}
+	if err := os.WriteFile(filepath.Join(dir, patchFile), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	kpath := filepath.Join(dir, "kustomization.yaml")
+	k, err := os.ReadFile(kpath)
+	if err != nil {
+		return err
+	}
+	const key = "\npatches:\n"
+	if !strings.Contains(string(k), key) {
+		return fmt.Errorf("%s has no top-level patches list", kpath)
+	}
+	entry := "- path: " + patchFile + "\n  target: {kind: Deployment, name: capn-apiserver}\n"
+	return os.WriteFile(kpath, []byte(strings.Replace(string(k), key, key+entry, 1)), 0o644)
 }
 
 // copyTree copies the regular files under src to dst.

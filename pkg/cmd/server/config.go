@@ -31,6 +31,7 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 	}
 
 	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	cfg.Serializer = apiserver.NegotiatedSerializer // JSON and YAML, no protobuf
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(capnopenapi.GetOpenAPIDefinitions, namer)

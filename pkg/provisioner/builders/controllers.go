@@ -24,6 +24,7 @@ func ControllerManager(nc *capn.NestedCluster, p Params) ([]Object, error) {
 			{provisioner.SecretControllerManagerServing, corev1.TLSPrivateKeyKey, profiles.FileServingKey},
 			{provisioner.SecretCA, corev1.TLSCertKey, profiles.FileCACert},
 			{provisioner.SecretCA, corev1.TLSPrivateKeyKey, profiles.FileCAKey},
+			{provisioner.SecretFrontProxyCA, corev1.TLSCertKey, profiles.FileFrontProxyCACert},
 			{provisioner.SecretServiceAccount, provisioner.SecretKeySAPrivate, profiles.FileSAPrivate},
 		},
 	})

@@ -231,3 +231,27 @@ func TestConfigFiles(t *testing.T) {
 		}
 	}
 }
+
+// kube-controller-manager exits at start when it cannot read the tenant's
+// extension-apiserver-authentication ConfigMap (the tenant apiserver is
+// not up yet), unless both CA files are given and the lookup is skipped.
+func TestControllerManagerSkipsInClusterCALookup(t *testing.T) {
+	for _, m := range versions.Supported {
+		p, err := For(versions.Version{Major: 1, Minor: m.Minor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := p.Flags(provisioner.ComponentControllerManager, sampleParams(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for flag, want := range map[string]string{
+			"client-ca-file":               PKIDir + "/" + FileCACert,
+			"requestheader-client-ca-file": PKIDir + "/" + FileFrontProxyCACert,
+		} {
+			if f[flag] != want {
+				t.Errorf("v1.%d --%s = %q, want %q", m.Minor, flag, f[flag], want)
+			}
+		}
+	}
+}

@@ -81,7 +81,15 @@ func controllerManagerFlags(in Params) Flags {
 		"kubeconfig":                kc,
 		"authentication-kubeconfig": kc,
 		"authorization-kubeconfig":  kc,
-		"leader-elect":              strconv.FormatBool(in.LeaderElect),
+		// Both CA files given (as kubeadm does), kube-controller-manager
+		// does not read them from the tenant's extension-apiserver-
+		// authentication ConfigMap at start: that lookup fails until the
+		// tenant apiserver is up, and it is fatal for this component
+		// (kube-scheduler tolerates it), so it crash-looped on every new
+		// control plane.
+		"client-ca-file":               pki(FileCACert),
+		"requestheader-client-ca-file": pki(FileFrontProxyCACert),
+		"leader-elect":                 strconv.FormatBool(in.LeaderElect),
 
 		"root-ca-file":                     pki(FileCACert),
 		"cluster-signing-cert-file":        pki(FileCACert),

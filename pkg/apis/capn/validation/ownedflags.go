@@ -61,6 +61,8 @@ var OwnedFlags = map[string]map[string]string{
 		"authentication-kubeconfig":                       whyKubeconfig,
 		"authorization-kubeconfig":                        whyKubeconfig,
 		"root-ca-file":                                    whyClusterCA,
+		"client-ca-file":                                  whyClusterCA,
+		"requestheader-client-ca-file":                    whyFrontProxy,
 		"cluster-signing-cert-file":                       whySigner,
 		"cluster-signing-key-file":                        whySigner,
 		"cluster-signing-kubelet-serving-cert-file":       whySigner,
