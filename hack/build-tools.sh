@@ -27,14 +27,20 @@
 # can only be consumed with a replace block pinning every staging module):
 #   hack/tools/            k8s.io/kubernetes v1.37.2 (the default control
 #                          plane), kubectl, etcd, code generators.
-#   hack/tools/k8s-1.36/   (not yet created) k8s.io/kubernetes v1.36.3 for
+#   hack/tools/k8s-1.36/   k8s.io/kubernetes v1.36.3 for
 #                          CAPN_K8S_VERSION=v1.36.3: its own go.mod with the
-#                          1.36 replace block, plus copies of cmd/<component>
-#                          and cmd/etcd (the main.go files are identical).
+#                          1.36 replace block, plus copies of
+#                          cmd/<component> for the tenant control plane only
+#                          (kube-apiserver, kube-controller-manager,
+#                          kube-scheduler; the main.go files are identical).
 #   hack/tools/kwok/       sigs.k8s.io/kwok, kept apart (see its go.mod).
-# The control-plane components and etcd come from the module selected by
-# CAPN_K8S_VERSION / --k8s-version (etcd follows the apiserver because
-# upstream pins the etcd it tests with); kubectl always comes from hack/tools.
+# A kube-* component or etcd comes from the module selected by
+# CAPN_K8S_VERSION / --k8s-version when that module has a cmd/<name> for it,
+# and from hack/tools otherwise: a second-version module only carries what a
+# tenant control plane runs, so kubelet, kube-proxy and etcd stay at the
+# hack/tools version whatever --k8s-version says (tenant etcd is not tied to
+# the Kubernetes minor; see pkg/provisioner/profiles.EtcdFlags). kubectl
+# always comes from hack/tools.
 #
 # Environment:
 #   CAPN_CACHE         cache root (default: $HOME/.cache/capn)
@@ -93,7 +99,12 @@ k8s_module_dir() {
 tool_module() {
   case "$1" in
     kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|etcd)
-      printf '%s\n' "${K8S_DIR}" ;;
+      # See the header: a version module without cmd/NAME defers to hack/tools.
+      if [[ -d "${K8S_DIR}/cmd/$1" ]]; then
+        printf '%s\n' "${K8S_DIR}"
+      else
+        printf '%s\n' "${TOOLS_DIR}"
+      fi ;;
     kubectl) printf '%s\n' "${TOOLS_DIR}" ;;
     kwok) printf '%s\n' "${TOOLS_DIR}/kwok" ;;
     *) die "unknown tool '$1' (known: ${ALL_TOOLS[*]})" ;;
