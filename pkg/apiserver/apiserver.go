@@ -3,6 +3,8 @@
 package apiserver
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,6 +73,10 @@ type Config struct {
 	// PostStartHooks are added to the server by name, e.g. the
 	// provisioner controller when --provisioner is not "none".
 	PostStartHooks map[string]genericapiserver.PostStartHookFunc
+	// KubeconfigIssuer, when set, serves nestedclusters/kubeconfig with
+	// certificates of at most MaxKubeconfigExpiration.
+	KubeconfigIssuer        nestedcluster.KubeconfigIssuer
+	MaxKubeconfigExpiration time.Duration
 }
 
 // CompletedConfig can only be made by Complete.
@@ -79,13 +85,16 @@ type CompletedConfig struct {
 }
 
 type completedConfig struct {
-	GenericConfig  genericapiserver.CompletedConfig
-	PostStartHooks map[string]genericapiserver.PostStartHookFunc
+	GenericConfig           genericapiserver.CompletedConfig
+	PostStartHooks          map[string]genericapiserver.PostStartHookFunc
+	KubeconfigIssuer        nestedcluster.KubeconfigIssuer
+	MaxKubeconfigExpiration time.Duration
 }
 
 // Complete fills in defaults; it mutates the receiver.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete(), PostStartHooks: c.PostStartHooks}}
+	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete(), PostStartHooks: c.PostStartHooks,
+		KubeconfigIssuer: c.KubeconfigIssuer, MaxKubeconfigExpiration: c.MaxKubeconfigExpiration}}
 }
 
 // Server is a running capn-apiserver.
@@ -110,6 +119,10 @@ func (c completedConfig) New() (*Server, error) {
 		"nestedclusters/status":  store.Status,
 		"nestedclusters/scale":   store.Scale,
 		"nestedclusters/upgrade": store.Upgrade,
+	}
+	if c.KubeconfigIssuer != nil {
+		group.VersionedResourcesStorageMap["v1alpha1"]["nestedclusters/kubeconfig"] =
+			nestedcluster.NewKubeconfigREST(store, c.KubeconfigIssuer, c.MaxKubeconfigExpiration)
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, err

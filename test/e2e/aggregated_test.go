@@ -37,8 +37,10 @@ func TestAggregated(t *testing.T) {
 	e.admin.MustRun(t, "", "create", "serviceaccount", capnSA, "-n", capnNS)
 	e.admin.MustRun(t, "", "apply", "-k", repoFile(t, "artifacts/deploy/rbac"))
 
+	// API-only: this cluster has no node to run tenant pods on, and capn
+	// runs as a host process without an in-cluster config.
 	e.capn = c.StartAggregatedServer(t, capnBin, capnNS, capnSA, capnSvc,
-		"--embedded-etcd-data-dir="+filepath.Join(c.Dir, "capn-etcd"))
+		"--embedded-etcd-data-dir="+filepath.Join(c.Dir, "capn-etcd"), "--provisioner=none")
 	t.Logf("capn-apiserver (aggregated) ready in %s", e.capn.Ready.Round(time.Millisecond))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -30,6 +30,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedCluster{},
 		&NestedClusterList{},
 		&NestedClusterUpgrade{},
+		&NestedClusterKubeconfigRequest{},
 	)
 	return nil
 }

@@ -314,3 +314,29 @@ type NestedClusterUpgrade struct {
 	// version is the target Kubernetes version, e.g. v1.37.2.
 	Version string `json:"version"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NestedClusterKubeconfigRequest is the body and the answer of a POST to
+// nestedclusters/NAME/kubeconfig: a kubeconfig with a freshly signed,
+// short-lived client certificate for the requesting user. Nothing is stored.
+type NestedClusterKubeconfigRequest struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   NestedClusterKubeconfigRequestSpec
+	Status NestedClusterKubeconfigRequestStatus
+}
+
+// NestedClusterKubeconfigRequestSpec is what a kubeconfig request asks for.
+type NestedClusterKubeconfigRequestSpec struct {
+	// ExpirationSeconds is the requested certificate lifetime; nil means the
+	// default (one hour).
+	ExpirationSeconds *int64
+}
+
+// NestedClusterKubeconfigRequestStatus is the issued kubeconfig.
+type NestedClusterKubeconfigRequestStatus struct {
+	Kubeconfig          string
+	ExpirationTimestamp metav1.Time
+}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -15,6 +16,7 @@ import (
 
 	"capn.dev/capn/pkg/apiserver"
 	capnopenapi "capn.dev/capn/pkg/generated/openapi"
+	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/controller"
 )
 
@@ -71,11 +73,19 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 	}
 	out := &apiserver.Config{GenericConfig: cfg}
 	if o.Provisioner == ProvisionerPods {
-		hook, err := o.provisionerHook(cfg.ClientConfig)
+		mgmt, err := o.managementConfig()
 		if err != nil {
 			return nil, err
 		}
-		out.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{"start-capn-provisioner": hook}
+		mgmtClient, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(mgmt), "capn-kubeconfig-issuer"))
+		if err != nil {
+			return nil, fmt.Errorf("management client: %w", err)
+		}
+		out.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{"start-capn-provisioner": o.provisionerHook(mgmt, cfg.ClientConfig)}
+		// Every replica serves kubeconfigs, not only the provisioning leader:
+		// signing needs only the CA Secret, which the provisioner wrote.
+		out.KubeconfigIssuer = &access.Issuer{Management: mgmtClient}
+		out.MaxKubeconfigExpiration = o.MaxKubeconfigExpiration
 	}
 	return out, nil
 }
@@ -84,14 +94,7 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 // kube-aggregator starts its controllers: it needs the loopback client, so
 // it cannot start earlier. core is the kube-apiserver that serves the
 // NestedClusters' namespaces, where their Events belong (nil: management).
-func (o *Options) provisionerHook(core *rest.Config) (genericapiserver.PostStartHookFunc, error) {
-	mgmt, err := rest.InClusterConfig()
-	if o.ManagementKubeconfig != "" {
-		mgmt, err = clientcmd.BuildConfigFromFlags("", o.ManagementKubeconfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("management cluster config (--management-kubeconfig): %w", err)
-	}
+func (o *Options) provisionerHook(mgmt, core *rest.Config) genericapiserver.PostStartHookFunc {
 	return func(hctx genericapiserver.PostStartHookContext) error {
 		cfg := controller.RunConfig{
 			Capn:                 hctx.LoopbackClientConfig,
@@ -110,5 +113,17 @@ func (o *Options) provisionerHook(core *rest.Config) (genericapiserver.PostStart
 			}
 		}()
 		return nil
-	}, nil
+	}
+}
+
+// managementConfig reaches the cluster the control planes run in.
+func (o *Options) managementConfig() (*rest.Config, error) {
+	mgmt, err := rest.InClusterConfig()
+	if o.ManagementKubeconfig != "" {
+		mgmt, err = clientcmd.BuildConfigFromFlags("", o.ManagementKubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("management cluster config (--management-kubeconfig): %w", err)
+	}
+	return mgmt, nil
 }

@@ -15,6 +15,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/apiserver"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
@@ -53,6 +54,8 @@ type Options struct {
 	LeaderElectNamespace string
 	// CertRenewalThreshold renews a certificate this long before expiry.
 	CertRenewalThreshold time.Duration
+	// MaxKubeconfigExpiration caps what nestedclusters/kubeconfig issues.
+	MaxKubeconfigExpiration time.Duration
 
 	Out, ErrOut io.Writer
 }
@@ -62,14 +65,14 @@ func NewOptions(out, errOut io.Writer) *Options {
 	o := &Options{
 		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		EmbeddedEtcdDataDir: "/var/lib/capn/etcd",
-		// Off until the provisioner's e2e passes on a real node.
-		Provisioner:          ProvisionerNone,
-		LeaderElect:          true,
-		LeaderElectNamespace: "capn-system",
-		CertRenewalThreshold: pki.DefaultRenewalThreshold,
-		Out:                  out,
-		ErrOut:               errOut,
+		EmbeddedEtcdDataDir:     "/var/lib/capn/etcd",
+		Provisioner:             ProvisionerPods,
+		MaxKubeconfigExpiration: pki.MaxTenantKubeconfigTTL,
+		LeaderElect:             true,
+		LeaderElectNamespace:    "capn-system",
+		CertRenewalThreshold:    pki.DefaultRenewalThreshold,
+		Out:                     out,
+		ErrOut:                  errOut,
 	}
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -90,7 +93,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names for the self-signed serving certificate.")
 	fs.StringVar(&o.Provisioner, "provisioner", o.Provisioner,
-		"How NestedClusters become control planes: \"none\" stores them only; \"pods\" (EXPERIMENTAL) runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler as pods in the management cluster. Forced to \"none\" in --standalone mode.")
+		"How NestedClusters become control planes: \"none\" stores them only; \"pods\" (the default) runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler as pods in the management cluster. Forced to \"none\" in --standalone mode.")
 	fs.StringVar(&o.ManagementKubeconfig, "management-kubeconfig", o.ManagementKubeconfig,
 		"Kubeconfig of the management cluster the control planes run in (default: the in-cluster config). Used with --provisioner=pods.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
@@ -99,6 +102,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Namespace of the provisioner's leader-election Lease in the management cluster.")
 	fs.DurationVar(&o.CertRenewalThreshold, "cert-renewal-threshold", o.CertRenewalThreshold,
 		"With --provisioner=pods, renew a control-plane certificate this long before it expires.")
+	fs.DurationVar(&o.MaxKubeconfigExpiration, "max-tenant-kubeconfig-expiration", o.MaxKubeconfigExpiration,
+		fmt.Sprintf("With --provisioner=pods, the longest lifetime a nestedclusters/kubeconfig request may ask for (%s to %s). Client certificates cannot be revoked, so keep it short.",
+			validation.MinKubeconfigExpiration, pki.MaxTenantKubeconfigTTL))
 }
 
 // UseEmbeddedEtcd reports whether the server must start its own etcd.
@@ -156,6 +162,10 @@ func (o *Options) Validate() error {
 		}
 		if o.LeaderElect && o.LeaderElectNamespace == "" {
 			errs = append(errs, fmt.Errorf("--leader-elect-namespace must be set with --leader-elect"))
+		}
+		if m := o.MaxKubeconfigExpiration; m < validation.MinKubeconfigExpiration || m > pki.MaxTenantKubeconfigTTL {
+			errs = append(errs, fmt.Errorf("--max-tenant-kubeconfig-expiration must be between %s and %s, not %s",
+				validation.MinKubeconfigExpiration, pki.MaxTenantKubeconfigTTL, m))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--provisioner must be %q or %q, not %q", ProvisionerNone, ProvisionerPods, o.Provisioner))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -22,8 +23,9 @@ func parse(t *testing.T, args ...string) *Options {
 
 func TestProvisionerFlags(t *testing.T) {
 	o := parse(t)
-	if o.Provisioner != ProvisionerNone || !o.LeaderElect || o.LeaderElectNamespace != "capn-system" ||
-		o.CertRenewalThreshold != pki.DefaultRenewalThreshold || o.ManagementKubeconfig != "" {
+	if o.Provisioner != ProvisionerPods || !o.LeaderElect || o.LeaderElectNamespace != "capn-system" ||
+		o.CertRenewalThreshold != pki.DefaultRenewalThreshold || o.ManagementKubeconfig != "" ||
+		o.MaxKubeconfigExpiration != pki.MaxTenantKubeconfigTTL {
 		t.Errorf("defaults: %+v", o)
 	}
 
@@ -45,5 +47,14 @@ func TestProvisionerFlags(t *testing.T) {
 	o = parse(t, "--provisioner=pods", "--cert-renewal-threshold=-1h")
 	if err := o.Validate(); err == nil {
 		t.Error("negative --cert-renewal-threshold: want an error")
+	}
+	for _, bad := range []string{"9m", "25h"} {
+		o = parse(t, "--max-tenant-kubeconfig-expiration="+bad)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--max-tenant-kubeconfig-expiration") {
+			t.Errorf("--max-tenant-kubeconfig-expiration=%s: got %v, want an error naming the flag", bad, err)
+		}
+	}
+	if err := parse(t, "--max-tenant-kubeconfig-expiration=2h").Validate(); err != nil {
+		t.Errorf("--max-tenant-kubeconfig-expiration=2h: %v", err)
 	}
 }

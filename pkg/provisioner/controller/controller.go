@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,12 +21,13 @@ import (
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
 	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner/access"
 )
 
-// notReadyRequeue polls a cluster that is still coming up: the controller
-// does not watch the management workloads yet, so this is how status
-// catches up with pods becoming ready.
-const notReadyRequeue = 10 * time.Second
+// notReadyRequeue is a safety net for a cluster that is still coming up:
+// workload changes arrive through WatchManagement, but a tenant apiserver
+// that is ready before its RBAC bootstrap succeeds changes nothing we watch.
+const notReadyRequeue = 30 * time.Second
 
 // scheme converts the served v1alpha1 objects to the internal version the
 // builders take, and defaults them on the way.
@@ -47,18 +49,27 @@ type Options struct {
 	RenewalThreshold time.Duration
 	// Now is the clock for certificates; nil means time.Now.
 	Now func() time.Time
+	// TenantClient reaches a tenant apiserver for its RBAC bootstrap; nil
+	// means access.BootstrapClient.
+	TenantClient TenantClientFunc
 }
 
 // Controller reconciles NestedClusters into management-cluster objects.
 type Controller struct {
 	capn      versioned.Interface
 	lister    listers.NestedClusterLister
-	synced    cache.InformerSynced
+	synced    []cache.InformerSynced
 	mgmt      Management
 	recorder  record.EventRecorder
 	threshold time.Duration
 	now       func() time.Time
 	queue     workqueue.TypedRateLimitingInterface[string]
+
+	tenantClient TenantClientFunc
+	mu           sync.Mutex
+	// bootstrapped remembers tenants whose RBAC bootstrap succeeded, by
+	// UID and CA (see ensureTenantAccess).
+	bootstrapped map[string]bool
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -66,17 +77,23 @@ func New(o Options) (*Controller, error) {
 	c := &Controller{
 		capn:      o.Capn,
 		lister:    o.Informer.Lister(),
-		synced:    o.Informer.Informer().HasSynced,
+		synced:    []cache.InformerSynced{o.Informer.Informer().HasSynced},
 		mgmt:      o.Management,
 		recorder:  o.Recorder,
 		threshold: o.RenewalThreshold,
 		now:       o.Now,
+
+		tenantClient: o.TenantClient,
+		bootstrapped: map[string]bool{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"}),
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if c.tenantClient == nil {
+		c.tenantClient = access.BootstrapClient
 	}
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -105,7 +122,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting provisioner controller")
 	defer logger.Info("Shutting down provisioner controller")
-	if !cache.WaitForNamedCacheSync("capn-provisioner", ctx.Done(), c.synced) {
+	if !cache.WaitForNamedCacheSync("capn-provisioner", ctx.Done(), c.synced...) {
 		return
 	}
 	for range workers {
@@ -186,9 +203,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err := c.ensureWorkloads(ctx, nc, in, params); err != nil {
 		return 0, c.fail(nc, "ApplyFailed", err)
 	}
-	ready, err := c.updateStatus(ctx, nc, in)
+	ready, err := c.updateStatus(ctx, nc, in, params)
 	if err != nil {
-		return 0, fmt.Errorf("updating status: %w", err)
+		return 0, err
 	}
 	if !ready {
 		return notReadyRequeue, nil

@@ -20,9 +20,9 @@ import (
 // so deleting the API object never leaks a running control plane.
 const Finalizer = "capn.dev/provisioner"
 
-// namespaceGoneRequeue polls a terminating namespace: the controller does
-// not watch namespaces, and deletion takes as long as its pods' grace.
-const namespaceGoneRequeue = 5 * time.Second
+// namespaceGoneRequeue is a safety net while a namespace terminates: its
+// removal normally arrives through WatchManagement.
+const namespaceGoneRequeue = 15 * time.Second
 
 // ensureFinalizer adds Finalizer before anything is created, and returns
 // the updated object so later steps write against its resourceVersion.
@@ -67,6 +67,13 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 		err := fmt.Errorf("namespace %s is not labelled as this cluster's; refusing to delete it", proto.Name)
 		c.recorder.Event(nc, corev1.EventTypeWarning, "DeleteFailed", err.Error())
 		return 0, err
+	}
+	if nc.Status.Phase != v1alpha1.PhaseDeleting {
+		st := nc.Status.DeepCopy()
+		st.Phase = v1alpha1.PhaseDeleting
+		if _, err := c.writeStatus(ctx, nc, st); err != nil {
+			return 0, err
+		}
 	}
 	if live.GetDeletionTimestamp() == nil {
 		if err := c.mgmt.Delete(ctx, proto); err != nil && !apierrors.IsNotFound(err) {

@@ -46,6 +46,9 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 	if !slices.Contains(f.nc.Finalizers, Finalizer) {
 		t.Fatal("finalizer removed before the namespace was confirmed gone")
 	}
+	if f.nc.Status.Phase != v1alpha1.PhaseDeleting {
+		t.Errorf("phase %q while deleting, want %q", f.nc.Status.Phase, v1alpha1.PhaseDeleting)
+	}
 	// The fake deletes at once; the next pass sees it gone and releases.
 	if after := f.sync(); after != 0 {
 		t.Errorf("requeue after %s once the namespace is gone", after)

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -79,6 +80,10 @@ type fixture struct {
 	recorder *record.FakeRecorder
 	c        *Controller
 	nc       *v1alpha1.NestedCluster
+	// tenant plays the tenant apiserver for the RBAC bootstrap;
+	// tenantServers records every URL the controller dialled.
+	tenant        *kubefake.Clientset
+	tenantServers []string
 }
 
 var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -113,6 +118,7 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 		indexer:  cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		recorder: record.NewFakeRecorder(1000),
 		nc:       nc,
+		tenant:   kubefake.NewClientset(),
 	}
 	if err := f.indexer.Add(nc); err != nil {
 		t.Fatal(err)
@@ -120,6 +126,11 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 	f.c = &Controller{
 		capn: f.capn, lister: listers.NewNestedClusterLister(f.indexer), mgmt: f.mgmt,
 		recorder: f.recorder, threshold: pki.DefaultRenewalThreshold, now: func() time.Time { return testNow },
+		bootstrapped: map[string]bool{},
+		tenantClient: func(server string, ca *pki.CA, _ time.Time) (kubernetes.Interface, error) {
+			f.tenantServers = append(f.tenantServers, server)
+			return f.tenant, nil
+		},
 	}
 	return f
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -71,6 +72,11 @@ func Start(ctx context.Context, cfg RunConfig) error {
 		// A fresh factory per term: a lost lease stops its informers too.
 		factory := externalversions.NewSharedInformerFactory(capnClient, 10*time.Minute)
 		defer factory.Shutdown()
+		// Only what capn created: the label selector keeps the caches (and
+		// the RBAC the watch needs) to the provisioner's own objects.
+		owned := kubeinformers.NewSharedInformerFactoryWithOptions(mgmt, 0,
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector() }))
+		defer owned.Shutdown()
 		c, err := New(Options{
 			Capn:             capnClient,
 			Informer:         factory.Capn().V1alpha1().NestedClusters(),
@@ -78,11 +84,16 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			Recorder:         recorder,
 			RenewalThreshold: cfg.RenewalThreshold,
 		})
+		if err == nil {
+			err = c.WatchManagement(owned.Core().V1().Namespaces().Informer(),
+				owned.Apps().V1().Deployments().Informer(), owned.Apps().V1().StatefulSets().Informer())
+		}
 		if err != nil {
 			logger.Error(err, "Building provisioner controller")
 			return
 		}
 		factory.Start(ctx.Done())
+		owned.Start(ctx.Done())
 		c.Run(ctx, max(cfg.Workers, 1))
 	}
 	if !cfg.LeaderElect {

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +38,10 @@ type observed struct {
 
 // updateStatus derives the status from the management workloads and
 // writes it only if it changed. It reports whether the cluster is Ready.
-func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster) (bool, error) {
+// Ready also waits for the tenant's RBAC bootstrap (ensureTenantAccess), so
+// that a kubeconfig fetched on Ready works at once. A failed bootstrap is
+// returned after the status is written.
+func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) (bool, error) {
 	ns := provisioner.ManagementNamespace(in)
 	etcd := observed{available: true, done: true} // external etcd: not ours to watch
 	var err error
@@ -62,12 +63,20 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 		return false, err
 	}
 
+	tenantReady, terr := c.ensureTenantAccess(ctx, nc, in, p, api.available)
+	if terr != nil {
+		c.recorder.Event(nc, corev1.EventTypeWarning, "TenantBootstrapFailed", terr.Error())
+		terr = fmt.Errorf("bootstrapping tenant access: %w", terr)
+	}
+
 	st := nc.Status.DeepCopy()
 	st.ObservedGeneration = nc.Generation
 	st.Etcd, st.APIServer, st.ControllerManager, st.Scheduler = etcd.status, api.status, kcm.status, sched.status
 	st.Replicas = api.status.Replicas
 	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(in, provisioner.ComponentAPIServer)).String()
-	st.Endpoint = "https://" + net.JoinHostPort(provisioner.APIServerName+"."+ns+".svc", strconv.Itoa(int(in.Spec.APIServer.Service.Port)))
+	// By ClusterIP when known: it works without cluster DNS, from pods and
+	// from nodes, and it is in the serving certificate.
+	st.Endpoint = builders.APIServerURL(in, p)
 	meta.RemoveStatusCondition(&st.Conditions, ConditionPaused)
 
 	set := func(typ string, ok bool, reason, notReason string) {
@@ -81,9 +90,14 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	set(ConditionAPIServerAvailable, api.available, "ReplicasReady", "NoReadyReplicas")
 	set(ConditionControllerManagerAvailable, kcm.available, "ReplicasReady", "NoReadyReplicas")
 	set(ConditionSchedulerAvailable, sched.available, "ReplicasReady", "NoReadyReplicas")
-	ready := etcd.available && api.available && kcm.available && sched.available &&
+	components := etcd.available && api.available && kcm.available && sched.available &&
 		etcd.done && api.done && kcm.done && sched.done
-	set(ConditionReady, ready, "AllComponentsAvailable", "ComponentsNotReady")
+	ready := components && tenantReady
+	notReady := "ComponentsNotReady"
+	if components {
+		notReady = "BootstrappingTenant" // RBAC for the kubeconfig group
+	}
+	set(ConditionReady, ready, "AllComponentsAvailable", notReady)
 
 	upgrading := false
 	for _, o := range []observed{api, kcm, sched} {
@@ -102,7 +116,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	if _, err := c.writeStatus(ctx, nc, st); err != nil {
 		return false, err
 	}
-	return ready, nil
+	return ready, terr
 }
 
 func deploymentRef(ns, name string) *appsv1.Deployment {

@@ -32,6 +32,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedCluster{},
 		&NestedClusterList{},
 		&NestedClusterUpgrade{},
+		&NestedClusterKubeconfigRequest{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	// Without this, list/watch field selectors beyond name and namespace

@@ -10,6 +10,7 @@ import (
 // +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
 // +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
 // +genclient:method=Upgrade,verb=create,subresource=upgrade,input=NestedClusterUpgrade,result=NestedCluster
+// +genclient:method=Kubeconfig,verb=create,subresource=kubeconfig,input=NestedClusterKubeconfigRequest,result=NestedClusterKubeconfigRequest
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // NestedCluster is a Kubernetes control plane (etcd, kube-apiserver,
@@ -319,4 +320,45 @@ type NestedClusterUpgrade struct {
 
 	// version is the target Kubernetes version, e.g. v1.37.2.
 	Version string `json:"version"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NestedClusterKubeconfigRequest is the body and the answer of a POST to
+// nestedclusters/NAME/kubeconfig. The answer carries a kubeconfig for the
+// tenant control plane holding a freshly signed, short-lived client
+// certificate for the requesting user. Nothing is stored: ask again when it
+// expires. RBAC grants it as `create` on nestedclusters/kubeconfig.
+type NestedClusterKubeconfigRequest struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what the requester asks for.
+	// +optional
+	Spec NestedClusterKubeconfigRequestSpec `json:"spec,omitempty"`
+	// status is filled in by the server.
+	// +optional
+	Status NestedClusterKubeconfigRequestStatus `json:"status,omitempty"`
+}
+
+// NestedClusterKubeconfigRequestSpec is what a kubeconfig request asks for.
+type NestedClusterKubeconfigRequestSpec struct {
+	// expirationSeconds is the requested lifetime of the client certificate.
+	// Defaults to 3600 (one hour); at least 600, and at most the server's
+	// --max-tenant-kubeconfig-expiration (24h unless configured otherwise).
+	// +optional
+	ExpirationSeconds *int64 `json:"expirationSeconds,omitempty"`
+}
+
+// NestedClusterKubeconfigRequestStatus is the issued kubeconfig.
+type NestedClusterKubeconfigRequestStatus struct {
+	// kubeconfig for the tenant apiserver. The user is the requester's own
+	// username; the group capn.dev:cluster-admins, bound to cluster-admin
+	// inside the tenant.
+	// +optional
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// expirationTimestamp is when the client certificate expires.
+	// +optional
+	ExpirationTimestamp metav1.Time `json:"expirationTimestamp,omitempty"`
 }

@@ -72,6 +72,21 @@ func (in NestedCluster) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterKubeconfigRequest) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterKubeconfigRequest"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterKubeconfigRequestSpec) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterKubeconfigRequestSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterKubeconfigRequestStatus) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterKubeconfigRequestStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NestedClusterList) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.NestedClusterList"
 }

@@ -55,6 +55,7 @@ type NestedClusterInterface interface {
 	GetScale(ctx context.Context, nestedClusterName string, options v1.GetOptions) (*autoscalingv1.Scale, error)
 	UpdateScale(ctx context.Context, nestedClusterName string, scale *autoscalingv1.Scale, opts v1.UpdateOptions) (*autoscalingv1.Scale, error)
 	Upgrade(ctx context.Context, nestedClusterName string, nestedClusterUpgrade *capnv1alpha1.NestedClusterUpgrade, opts v1.CreateOptions) (*capnv1alpha1.NestedCluster, error)
+	Kubeconfig(ctx context.Context, nestedClusterName string, nestedClusterKubeconfigRequest *capnv1alpha1.NestedClusterKubeconfigRequest, opts v1.CreateOptions) (*capnv1alpha1.NestedClusterKubeconfigRequest, error)
 
 	NestedClusterExpansion
 }
@@ -117,6 +118,21 @@ func (c *nestedClusters) Upgrade(ctx context.Context, nestedClusterName string, 
 		SubResource("upgrade").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(nestedClusterUpgrade).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// Kubeconfig takes the representation of a nestedClusterKubeconfigRequest and creates it.  Returns the server's representation of the nestedClusterKubeconfigRequest, and an error, if there is any.
+func (c *nestedClusters) Kubeconfig(ctx context.Context, nestedClusterName string, nestedClusterKubeconfigRequest *capnv1alpha1.NestedClusterKubeconfigRequest, opts v1.CreateOptions) (result *capnv1alpha1.NestedClusterKubeconfigRequest, err error) {
+	result = &capnv1alpha1.NestedClusterKubeconfigRequest{}
+	err = c.GetClient().Post().
+		Namespace(c.GetNamespace()).
+		Resource("nestedclusters").
+		Name(nestedClusterName).
+		SubResource("kubeconfig").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(nestedClusterKubeconfigRequest).
 		Do(ctx).
 		Into(result)
 	return

@@ -92,3 +92,15 @@ func (c *fakeNestedClusters) Upgrade(ctx context.Context, nestedClusterName stri
 	}
 	return obj.(*v1alpha1.NestedCluster), err
 }
+
+// Kubeconfig takes the representation of a nestedClusterKubeconfigRequest and creates it.  Returns the server's representation of the nestedClusterKubeconfigRequest, and an error, if there is any.
+func (c *fakeNestedClusters) Kubeconfig(ctx context.Context, nestedClusterName string, nestedClusterKubeconfigRequest *v1alpha1.NestedClusterKubeconfigRequest, opts v1.CreateOptions) (result *v1alpha1.NestedClusterKubeconfigRequest, err error) {
+	emptyResult := &v1alpha1.NestedClusterKubeconfigRequest{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), nestedClusterName, "kubeconfig", c.Namespace(), nestedClusterKubeconfigRequest, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.NestedClusterKubeconfigRequest), err
+}

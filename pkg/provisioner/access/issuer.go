@@ -1,0 +1,82 @@
+// Package access issues tenant credentials: the kubeconfigs served by the
+// nestedclusters/kubeconfig subresource, and the provisioner's own
+// short-lived bootstrap identity inside a tenant.
+package access
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/builders"
+	"capn.dev/capn/pkg/provisioner/pki"
+	"capn.dev/capn/pkg/registry/nestedcluster"
+)
+
+// TenantAdminsGroup is the group of every certificate the kubeconfig
+// subresource issues. The provisioner binds it to cluster-admin inside the
+// tenant when the tenant first comes up (see Bootstrap), so a tenant can
+// revoke that access with RBAC, which system:masters would not allow.
+const TenantAdminsGroup = "capn.dev:cluster-admins"
+
+// Issuer signs tenant kubeconfigs with the tenant's cluster CA, read from the
+// management cluster at each request so a renewed CA is always the one used.
+type Issuer struct {
+	Management kubernetes.Interface
+	// Now is the clock for certificates; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ nestedcluster.KubeconfigIssuer = &Issuer{}
+
+// Issue implements nestedcluster.KubeconfigIssuer.
+func (i *Issuer) Issue(ctx context.Context, nc *capn.NestedCluster, user string, ttl time.Duration) ([]byte, time.Time, error) {
+	ca, server, err := Endpoint(ctx, i.Management, nc)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now := time.Now()
+	if i.Now != nil {
+		now = i.Now()
+	}
+	data, err := pki.TenantKubeconfig(server, ca, user, []string{TenantAdminsGroup}, ttl, now)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	// TenantKubeconfig clamps; the registry has already refused more than
+	// the server's maximum, so this is the requested lifetime.
+	return data, now.Add(min(ttl, pki.MaxTenantKubeconfigTTL)), nil
+}
+
+// Endpoint returns nc's cluster CA (with its key: callers sign with it and
+// must not leak it) and the URL of its apiserver Service, or an error
+// wrapping nestedcluster.ErrNotProvisioned while either is missing.
+func Endpoint(ctx context.Context, c kubernetes.Interface, nc *capn.NestedCluster) (*pki.CA, string, error) {
+	ns := provisioner.ManagementNamespace(nc)
+	sec, err := c.CoreV1().Secrets(ns).Get(ctx, provisioner.SecretCA, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, "", fmt.Errorf("%w: no cluster CA", nestedcluster.ErrNotProvisioned)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	ca, err := pki.ParseCA(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return nil, "", fmt.Errorf("parsing the cluster CA of %s/%s: %w", nc.Namespace, nc.Name, err)
+	}
+	svc, err := c.CoreV1().Services(ns).Get(ctx, provisioner.APIServerName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && svc.Spec.ClusterIP == "") {
+		return nil, "", fmt.Errorf("%w: no apiserver Service", nestedcluster.ErrNotProvisioned)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the apiserver Service: %w", err)
+	}
+	return ca, builders.APIServerURL(nc, builders.Params{APIServerServiceIP: svc.Spec.ClusterIP}), nil
+}

@@ -1,0 +1,85 @@
+package access
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/pki"
+	"capn.dev/capn/pkg/registry/nestedcluster"
+)
+
+func TestIssue(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	nc := &capn.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo"}}
+	nc.Spec.APIServer.Service.Port = 6443
+	ns := provisioner.ManagementNamespace(nc)
+	cas, err := pki.GenerateCAs(now, "team-a/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretCA},
+		Data: map[string][]byte{corev1.TLSCertKey: cas.Cluster.CertPEM, corev1.TLSPrivateKeyKey: cas.Cluster.KeyPEM}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.APIServerName},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.42"}}
+
+	for _, objs := range [][]string{{}, {"ca"}, {"svc"}} {
+		c := fake.NewClientset()
+		for _, o := range objs {
+			if o == "ca" {
+				_, _ = c.CoreV1().Secrets(ns).Create(context.Background(), caSecret, metav1.CreateOptions{})
+			} else {
+				_, _ = c.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{})
+			}
+		}
+		_, _, err := (&Issuer{Management: c}).Issue(context.Background(), nc, "alice", time.Hour)
+		if !errors.Is(err, nestedcluster.ErrNotProvisioned) {
+			t.Errorf("with only %v: got %v, want ErrNotProvisioned", objs, err)
+		}
+	}
+
+	c := fake.NewClientset(caSecret, svc)
+	data, expires, err := (&Issuer{Management: c, Now: func() time.Time { return now }}).Issue(context.Background(), nc, "alice", 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !expires.Equal(now.Add(2 * time.Hour)) {
+		t.Errorf("expires %s, want %s", expires, now.Add(2*time.Hour))
+	}
+	if strings.Contains(string(data), string(cas.Cluster.KeyPEM)) {
+		t.Fatal("the kubeconfig embeds the CA key")
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if got := cfg.Clusters[ctx.Cluster].Server; got != "https://10.96.0.42:6443" {
+		t.Errorf("server %q, want the Service's ClusterIP", got)
+	}
+	block, _ := pem.Decode(cfg.AuthInfos[ctx.AuthInfo].ClientCertificateData)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "alice" || len(cert.Subject.Organization) != 1 || cert.Subject.Organization[0] != TenantAdminsGroup {
+		t.Errorf("subject %v, want CN=alice O=%s only", cert.Subject, TenantAdminsGroup)
+	}
+	if !cert.NotAfter.Equal(now.Add(2 * time.Hour)) {
+		t.Errorf("NotAfter %s, want %s", cert.NotAfter, now.Add(2*time.Hour))
+	}
+	if err := cert.CheckSignatureFrom(cas.Cluster.Cert); err != nil {
+		t.Errorf("not signed by the tenant CA: %v", err)
+	}
+}

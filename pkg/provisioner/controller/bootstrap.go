@@ -1,0 +1,69 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/access"
+	"capn.dev/capn/pkg/provisioner/builders"
+	"capn.dev/capn/pkg/provisioner/pki"
+)
+
+// TenantClientFunc builds a client for a tenant apiserver signed by its CA.
+type TenantClientFunc func(server string, ca *pki.CA, now time.Time) (kubernetes.Interface, error)
+
+// ensureTenantAccess writes the tenant's first RBAC bindings (access.Bindings)
+// once its apiserver is available, so the kubeconfigs the subresource issues
+// work the moment the NestedCluster says Ready. It reports whether that is
+// done. Success is remembered per cluster UID and CA: a resync then costs no
+// request at all, and a re-created CA (a repaired namespace, hence a new
+// tenant) is bootstrapped again. A capn restart re-applies, which also
+// repairs bindings a tenant removed.
+func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, apiAvailable bool) (bool, error) {
+	if !apiAvailable {
+		return false, nil
+	}
+	ns := provisioner.ManagementNamespace(in)
+	live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretCA}})
+	if err != nil {
+		return false, fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	sec := live.(*corev1.Secret)
+	sum := sha256.Sum256(sec.Data[corev1.TLSCertKey])
+	key := string(nc.UID) + "/" + hex.EncodeToString(sum[:8])
+	c.mu.Lock()
+	done := c.bootstrapped[key]
+	c.mu.Unlock()
+	if done {
+		return true, nil
+	}
+	ca, err := pki.ParseCA(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return false, fmt.Errorf("parsing the cluster CA: %w", err)
+	}
+	tenant, err := c.tenantClient(builders.APIServerURL(in, p), ca, c.now())
+	if err != nil {
+		return false, err
+	}
+	if err := access.Bootstrap(ctx, tenant); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	c.bootstrapped[key] = true
+	c.mu.Unlock()
+	klog.FromContext(ctx).Info("Bootstrapped tenant access", "group", access.TenantAdminsGroup)
+	c.recorder.Eventf(nc, corev1.EventTypeNormal, "TenantBootstrapped",
+		"bound group %s to cluster-admin in the tenant; kubeconfigs from nestedclusters/kubeconfig now work", access.TenantAdminsGroup)
+	return true, nil
+}

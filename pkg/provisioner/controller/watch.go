@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"capn.dev/capn/pkg/provisioner"
+)
+
+// WatchManagement enqueues the owning NestedCluster whenever one of the
+// given management-cluster informers (namespaces, workloads) sees a change
+// to an object capn created. That is how status follows pods becoming ready
+// and how a namespace deleted by hand gets repaired, without polling.
+func (c *Controller) WatchManagement(informers ...cache.SharedIndexInformer) error {
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueOwner,
+		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
+		DeleteFunc: c.enqueueOwner,
+	}
+	for _, inf := range informers {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("watching the management cluster: %w", err)
+		}
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	return nil
+}
+
+// enqueueOwner maps an object to its NestedCluster through the owner labels
+// every builder sets (provisioner.Labels): owner references cannot cross
+// from the management cluster to an aggregated API's objects.
+func (c *Controller) enqueueOwner(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := objectMeta(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	l := m.GetLabels()
+	if l[provisioner.ManagedByLabel] != provisioner.ManagedByValue || l[provisioner.ClusterLabel] == "" || l[provisioner.ClusterNamespaceLabel] == "" {
+		return
+	}
+	c.queue.Add(l[provisioner.ClusterNamespaceLabel] + "/" + l[provisioner.ClusterLabel])
+}
+
+func objectMeta(obj any) (metav1.Object, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("watching the management cluster: %T has no metadata", obj)
+	}
+	return m, nil
+}
+
+// ManagedSelector is the label selector of everything capn creates in the
+// management cluster, for the informers given to WatchManagement.
+func ManagedSelector() string {
+	return provisioner.ManagedByLabel + "=" + provisioner.ManagedByValue
+}
