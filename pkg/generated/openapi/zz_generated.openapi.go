@@ -418,7 +418,7 @@ func schema_pkg_apis_capn_v1alpha1_APIServerSpec(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "replicas of this component. Defaults to 1. Leader election is on whenever replicas > 1.",
+							Description: "replicas of this component. Defaults to 1. kube-controller-manager and kube-scheduler always run leader-elected, so every count is safe.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -574,7 +574,7 @@ func schema_pkg_apis_capn_v1alpha1_ComponentSpec(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Description: "replicas of this component. Defaults to 1. Leader election is on whenever replicas > 1.",
+							Description: "replicas of this component. Defaults to 1. kube-controller-manager and kube-scheduler always run leader-elected, so every count is safe.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

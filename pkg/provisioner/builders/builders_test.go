@@ -88,7 +88,7 @@ func TestPDBOnlyWithMoreThanOneReplica(t *testing.T) {
 	}
 }
 
-func TestLeaderElectionFollowsReplicas(t *testing.T) {
+func TestLeaderElectionAlwaysOn(t *testing.T) {
 	for _, replicas := range []int32{1, 2, 3} {
 		objs := build(t, cluster(func(nc *capn.NestedCluster) {
 			nc.Spec.ControllerManager.Replicas = ptr.To(replicas)
@@ -96,13 +96,12 @@ func TestLeaderElectionFollowsReplicas(t *testing.T) {
 		}))
 		for _, name := range []string{provisioner.ControllerManagerName, provisioner.SchedulerName} {
 			d := find[*appsv1.Deployment](objs, name)
-			wantLE := "--leader-elect=false"
 			wantStrategy := appsv1.RecreateDeploymentStrategyType
 			if replicas > 1 {
-				wantLE, wantStrategy = "--leader-elect=true", appsv1.RollingUpdateDeploymentStrategyType
+				wantStrategy = appsv1.RollingUpdateDeploymentStrategyType
 			}
-			if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, wantLE) {
-				t.Errorf("%s with %d replicas: args %v lack %s", name, replicas, args, wantLE)
+			if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--leader-elect=true") {
+				t.Errorf("%s with %d replicas: args %v lack --leader-elect=true", name, replicas, args)
 			}
 			if d.Spec.Strategy.Type != wantStrategy {
 				t.Errorf("%s with %d replicas: strategy %s, want %s", name, replicas, d.Spec.Strategy.Type, wantStrategy)

@@ -61,9 +61,10 @@ type controllerSpec struct {
 }
 
 // controller builds a leader-elected kube-* controller. Leader election is
-// on exactly when there is more than one replica (the API's rule; the flag
-// is owned), and a single replica is replaced with Recreate so two
-// unelected instances never overlap.
+// on at every replica count (the flag is owned): scaling 1→N then changes
+// no flag and restarts nothing, and the tenant can see who leads in its
+// kube-system Leases. A single replica is still replaced with Recreate, so
+// an upgrade never waits a lease duration for the old leader to let go.
 func controller(nc *capn.NestedCluster, p Params, s controllerSpec) ([]Object, error) {
 	replicas, err := replicasOf(s.spec.Replicas, s.field)
 	if err != nil {
@@ -74,7 +75,7 @@ func controller(nc *capn.NestedCluster, p Params, s controllerSpec) ([]Object, e
 		return nil, err
 	}
 	cn := nc.Spec.ClusterNetwork
-	in := profiles.Params{ServiceCIDR: cn.ServiceCIDR, PodCIDR: cn.PodCIDR, DNSDomain: cn.DNSDomain, LeaderElect: replicas > 1}
+	in := profiles.Params{ServiceCIDR: cn.ServiceCIDR, PodCIDR: cn.PodCIDR, DNSDomain: cn.DNSDomain, LeaderElect: true}
 	flags, err := args(prof, s.component, in, s.spec.ExtraArgs)
 	if err != nil {
 		return nil, err

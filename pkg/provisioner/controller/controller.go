@@ -198,6 +198,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if params.CertsHash, err = c.ensurePKI(ctx, nc, in, params); err != nil {
 		return 0, c.fail(nc, "PKIFailed", err)
 	}
+	external, err := c.ensureExternalEtcd(ctx, nc, in)
+	if err != nil {
+		return 0, c.fail(nc, "ExternalEtcdFailed", err)
+	}
+	if external != "" {
+		params.CertsHash += "-" + external[:16]
+	}
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
 	params.EtcdImage = nc.Status.Etcd.Image
 	if err := c.ensureWorkloads(ctx, nc, in, params); err != nil {

@@ -45,7 +45,7 @@ type Params struct {
 	// ServiceCIDR, PodCIDR and DNSDomain come from spec.clusterNetwork.
 	ServiceCIDR, PodCIDR, DNSDomain string
 	// LeaderElect is on for kube-controller-manager and kube-scheduler
-	// when they run more than one replica.
+	// (the builders set it at every replica count).
 	LeaderElect bool
 
 	// EtcdInitialCluster, EtcdInitialAdvertisePeerURLs and

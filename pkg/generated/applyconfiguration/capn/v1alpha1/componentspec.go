@@ -28,8 +28,8 @@ import (
 // ComponentSpec configures one control-plane component and lets a user swap
 // in a custom implementation.
 type ComponentSpecApplyConfiguration struct {
-	// replicas of this component. Defaults to 1. Leader election is on
-	// whenever replicas > 1.
+	// replicas of this component. Defaults to 1. kube-controller-manager and
+	// kube-scheduler always run leader-elected, so every count is safe.
 	Replicas *int32 `json:"replicas,omitempty"`
 	// image replaces the component's default image for spec.version.
 	Image *string `json:"image,omitempty"`
