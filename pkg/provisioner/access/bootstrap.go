@@ -6,6 +6,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	rbacac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
@@ -61,16 +62,27 @@ func BootstrapClient(server string, ca *pki.CA, now time.Time) (kubernetes.Inter
 	return kubernetes.NewForConfig(cfg)
 }
 
-// Bootstrap applies Bindings to a tenant. Server-side apply makes it
-// idempotent, and it repairs a binding a tenant deleted by mistake the next
-// time the provisioner bootstraps (after a capn restart).
-func Bootstrap(ctx context.Context, tenant kubernetes.Interface) error {
+// Bootstrap applies Bindings to a tenant and reports whether anything
+// changed. Server-side apply makes it idempotent, and it repairs a binding a
+// tenant deleted by mistake the next time the provisioner bootstraps (after
+// a capn restart).
+func Bootstrap(ctx context.Context, tenant kubernetes.Interface) (bool, error) {
+	changed := false
 	for _, b := range Bindings() {
-		_, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, b,
+		rv := ""
+		before, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, *b.Name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			rv = before.ResourceVersion
+		case !apierrors.IsNotFound(err):
+			return changed, fmt.Errorf("reading ClusterRoleBinding %s in the tenant: %w", *b.Name, err)
+		}
+		after, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, b,
 			metav1.ApplyOptions{FieldManager: bootstrapFieldName, Force: true})
 		if err != nil {
-			return fmt.Errorf("applying ClusterRoleBinding %s in the tenant: %w", *b.Name, err)
+			return changed, fmt.Errorf("applying ClusterRoleBinding %s in the tenant: %w", *b.Name, err)
 		}
+		changed = changed || rv == "" || rv != after.ResourceVersion
 	}
-	return nil
+	return changed, nil
 }

@@ -56,14 +56,19 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	if err != nil {
 		return false, err
 	}
-	if err := access.Bootstrap(ctx, tenant); err != nil {
+	changed, err := access.Bootstrap(ctx, tenant)
+	if err != nil {
 		return false, err
 	}
 	c.mu.Lock()
 	c.bootstrapped[key] = true
 	c.mu.Unlock()
-	klog.FromContext(ctx).Info("Bootstrapped tenant access", "group", access.TenantAdminsGroup)
-	c.recorder.Eventf(nc, corev1.EventTypeNormal, "TenantBootstrapped",
-		"bound group %s to cluster-admin in the tenant; kubeconfigs from nestedclusters/kubeconfig now work", access.TenantAdminsGroup)
+	klog.FromContext(ctx).V(2).Info("Tenant access bootstrapped", "group", access.TenantAdminsGroup, "changed", changed)
+	if changed {
+		// Only on a change: a capn restart re-checks every tenant, and
+		// that must not fill the management cluster with Events.
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, "TenantBootstrapped",
+			"bound group %s to cluster-admin in the tenant; kubeconfigs from nestedclusters/kubeconfig now work", access.TenantAdminsGroup)
+	}
 	return true, nil
 }

@@ -42,6 +42,17 @@ func TestTenantBootstrapGatesReady(t *testing.T) {
 	if len(f.tenantServers) != 1 {
 		t.Errorf("a resync dialled the tenant again: %v", f.tenantServers)
 	}
+
+	// A restarted capn forgets what it bootstrapped: it checks again, and
+	// finding the bindings in place it records no Event.
+	f.c.bootstrapped = map[string]bool{}
+	f.sync()
+	if len(f.tenantServers) != 2 {
+		t.Errorf("after a restart the tenant was dialled %d times in all, want 2", len(f.tenantServers))
+	}
+	if ev := strings.Join(f.events(), "\n"); strings.Contains(ev, "TenantBootstrapped") {
+		t.Errorf("an unchanged tenant was reported bootstrapped again:\n%s", ev)
+	}
 }
 
 func TestTenantBootstrapFailureKeepsNotReady(t *testing.T) {

@@ -74,11 +74,12 @@ type Controller struct {
 
 // New wires the controller to its informer; call Run to start it.
 func New(o Options) (*Controller, error) {
+	registerMetrics()
 	c := &Controller{
 		capn:      o.Capn,
 		lister:    o.Informer.Lister(),
 		synced:    []cache.InformerSynced{o.Informer.Informer().HasSynced},
-		mgmt:      o.Management,
+		mgmt:      countWrites{o.Management},
 		recorder:  o.Recorder,
 		threshold: o.RenewalThreshold,
 		now:       o.Now,
@@ -143,6 +144,11 @@ func (c *Controller) next(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	after, err := c.sync(ctx, key)
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	syncs.WithLabelValues(result).Inc()
 	switch {
 	case err != nil:
 		utilruntime.HandleErrorWithContext(ctx, err, "Syncing NestedCluster", "key", key)

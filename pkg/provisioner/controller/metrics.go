@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"capn.dev/capn/pkg/provisioner/builders"
+)
+
+// Metrics on capn-apiserver's /metrics. Writes are counted at the
+// Management boundary, so "a resync of a Ready cluster writes nothing" can
+// be checked on a running system, not only in unit tests.
+var (
+	syncs = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "capn", Subsystem: "provisioner", Name: "syncs_total",
+		Help:           "NestedCluster syncs by result (success, error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	managementWrites = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "capn", Subsystem: "provisioner", Name: "management_writes_total",
+		Help:           "Writes the provisioner made to the management cluster, by verb (apply, create, update, delete).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"verb"})
+	registerOnce sync.Once
+)
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(syncs, managementWrites)
+	})
+}
+
+// countWrites wraps a Management so every successful or failed write
+// attempt is counted: an attempted write is still traffic.
+type countWrites struct{ Management }
+
+func (c countWrites) Apply(ctx context.Context, o builders.Object) (builders.Object, error) {
+	managementWrites.WithLabelValues("apply").Inc()
+	return c.Management.Apply(ctx, o)
+}
+
+func (c countWrites) Create(ctx context.Context, o builders.Object) error {
+	managementWrites.WithLabelValues("create").Inc()
+	return c.Management.Create(ctx, o)
+}
+
+func (c countWrites) Update(ctx context.Context, o builders.Object) error {
+	managementWrites.WithLabelValues("update").Inc()
+	return c.Management.Update(ctx, o)
+}
+
+func (c countWrites) Delete(ctx context.Context, o builders.Object) error {
+	managementWrites.WithLabelValues("delete").Inc()
+	return c.Management.Delete(ctx, o)
+}
