@@ -63,26 +63,39 @@ func BootstrapClient(server string, ca *pki.CA, now time.Time) (kubernetes.Inter
 }
 
 // Bootstrap applies Bindings to a tenant and reports whether anything
-// changed. Server-side apply makes it idempotent, and it repairs a binding a
-// tenant deleted by mistake the next time the provisioner bootstraps (after
-// a capn restart).
+// changed. A binding already in place is left alone (no write); one that is
+// missing or altered is server-side applied, so a binding a tenant deleted
+// by mistake comes back the next time capn bootstraps (after a restart).
 func Bootstrap(ctx context.Context, tenant kubernetes.Interface) (bool, error) {
 	changed := false
 	for _, b := range Bindings() {
-		rv := ""
-		before, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, *b.Name, metav1.GetOptions{})
+		live, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, *b.Name, metav1.GetOptions{})
 		switch {
-		case err == nil:
-			rv = before.ResourceVersion
-		case !apierrors.IsNotFound(err):
+		case err == nil && matches(live, b):
+			continue
+		case err != nil && !apierrors.IsNotFound(err):
 			return changed, fmt.Errorf("reading ClusterRoleBinding %s in the tenant: %w", *b.Name, err)
 		}
-		after, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, b,
-			metav1.ApplyOptions{FieldManager: bootstrapFieldName, Force: true})
-		if err != nil {
+		if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, b,
+			metav1.ApplyOptions{FieldManager: bootstrapFieldName, Force: true}); err != nil {
 			return changed, fmt.Errorf("applying ClusterRoleBinding %s in the tenant: %w", *b.Name, err)
 		}
-		changed = changed || rv == "" || rv != after.ResourceVersion
+		changed = true
 	}
 	return changed, nil
+}
+
+func matches(live *rbacv1.ClusterRoleBinding, want *rbacac.ClusterRoleBindingApplyConfiguration) bool {
+	r := want.RoleRef
+	if live.RoleRef.APIGroup != *r.APIGroup || live.RoleRef.Kind != *r.Kind || live.RoleRef.Name != *r.Name ||
+		len(live.Subjects) != len(want.Subjects) {
+		return false
+	}
+	for i, s := range want.Subjects {
+		l := live.Subjects[i]
+		if l.APIGroup != *s.APIGroup || l.Kind != *s.Kind || l.Name != *s.Name {
+			return false
+		}
+	}
+	return true
 }
