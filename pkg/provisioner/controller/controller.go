@@ -47,6 +47,10 @@ type Options struct {
 	RenewalThreshold time.Duration
 	// Now is the clock for certificates; nil means time.Now.
 	Now func() time.Time
+	// UpgradeStepTimeout is how long one component may take to roll out
+	// during an upgrade before it halts as Degraded; 0 means
+	// DefaultUpgradeStepTimeout.
+	UpgradeStepTimeout time.Duration
 }
 
 // Controller reconciles NestedClusters into management-cluster objects.
@@ -59,6 +63,8 @@ type Controller struct {
 	threshold time.Duration
 	now       func() time.Time
 	queue     workqueue.TypedRateLimitingInterface[string]
+	// stepTimeout: see Options.UpgradeStepTimeout (upgrade.go).
+	stepTimeout time.Duration
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -78,6 +84,7 @@ func New(o Options) (*Controller, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.stepTimeout = o.UpgradeStepTimeout
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -183,10 +190,16 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
 	params.EtcdImage = nc.Status.Etcd.Image
+	// An ordered upgrade holds some kube-* components back (upgrade.go).
+	up, err := c.planUpgrade(ctx, nc, in)
+	if err != nil {
+		return 0, fmt.Errorf("planning upgrade: %w", err)
+	}
+	params.Versions = up.versions
 	if err := c.ensureWorkloads(ctx, nc, in, params); err != nil {
 		return 0, c.fail(nc, "ApplyFailed", err)
 	}
-	ready, err := c.updateStatus(ctx, nc, in)
+	ready, err := c.updateStatus(ctx, nc, in, up)
 	if err != nil {
 		return 0, fmt.Errorf("updating status: %w", err)
 	}

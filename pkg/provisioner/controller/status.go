@@ -40,7 +40,8 @@ type observed struct {
 
 // updateStatus derives the status from the management workloads and
 // writes it only if it changed. It reports whether the cluster is Ready.
-func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster) (bool, error) {
+// up is this sync's upgrade plan (upgrade.go), laid over before writing.
+func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, up *upgrade) (bool, error) {
 	ns := provisioner.ManagementNamespace(in)
 	etcd := observed{available: true, done: true} // external etcd: not ours to watch
 	var err error
@@ -99,6 +100,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	default:
 		st.Phase = v1alpha1.PhaseProvisioning
 	}
+	ready = c.applyUpgrade(nc, st, up, ready) // status.upgrade, Progressing, Degraded, phase
 	if _, err := c.writeStatus(ctx, nc, st); err != nil {
 		return false, err
 	}
