@@ -100,6 +100,7 @@ func (o *Options) provisionerHook(core *rest.Config) (genericapiserver.PostStart
 			LeaderElect:          o.LeaderElect,
 			LeaderElectNamespace: o.LeaderElectNamespace,
 			RenewalThreshold:     o.CertRenewalThreshold,
+			UpgradeStepTimeout:   o.UpgradeStepTimeout,
 			Workers:              2,
 		}
 		// The hook must return for the server to become ready; the

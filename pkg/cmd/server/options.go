@@ -16,6 +16,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apiserver"
+	"capn.dev/capn/pkg/provisioner/controller"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	LeaderElectNamespace string
 	// CertRenewalThreshold renews a certificate this long before expiry.
 	CertRenewalThreshold time.Duration
+	// UpgradeStepTimeout halts an upgrade whose component is not rolled
+	// out in this long.
+	UpgradeStepTimeout time.Duration
 
 	Out, ErrOut io.Writer
 }
@@ -68,6 +72,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		LeaderElect:          true,
 		LeaderElectNamespace: "capn-system",
 		CertRenewalThreshold: pki.DefaultRenewalThreshold,
+		UpgradeStepTimeout:   controller.DefaultUpgradeStepTimeout,
 		Out:                  out,
 		ErrOut:               errOut,
 	}
@@ -99,6 +104,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Namespace of the provisioner's leader-election Lease in the management cluster.")
 	fs.DurationVar(&o.CertRenewalThreshold, "cert-renewal-threshold", o.CertRenewalThreshold,
 		"With --provisioner=pods, renew a control-plane certificate this long before it expires.")
+	fs.DurationVar(&o.UpgradeStepTimeout, "upgrade-step-timeout", o.UpgradeStepTimeout,
+		"With --provisioner=pods, halt a version upgrade (condition Degraded) when a component's new pods are not all ready this long after it started rolling.")
 }
 
 // UseEmbeddedEtcd reports whether the server must start its own etcd.
@@ -153,6 +160,9 @@ func (o *Options) Validate() error {
 	case ProvisionerPods:
 		if o.CertRenewalThreshold < 0 {
 			errs = append(errs, fmt.Errorf("--cert-renewal-threshold must not be negative"))
+		}
+		if o.UpgradeStepTimeout <= 0 {
+			errs = append(errs, fmt.Errorf("--upgrade-step-timeout must be positive"))
 		}
 		if o.LeaderElect && o.LeaderElectNamespace == "" {
 			errs = append(errs, fmt.Errorf("--leader-elect-namespace must be set with --leader-elect"))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"capn.dev/capn/pkg/provisioner/controller"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -23,7 +24,8 @@ func parse(t *testing.T, args ...string) *Options {
 func TestProvisionerFlags(t *testing.T) {
 	o := parse(t)
 	if o.Provisioner != ProvisionerNone || !o.LeaderElect || o.LeaderElectNamespace != "capn-system" ||
-		o.CertRenewalThreshold != pki.DefaultRenewalThreshold || o.ManagementKubeconfig != "" {
+		o.CertRenewalThreshold != pki.DefaultRenewalThreshold || o.ManagementKubeconfig != "" ||
+		o.UpgradeStepTimeout != controller.DefaultUpgradeStepTimeout {
 		t.Errorf("defaults: %+v", o)
 	}
 
@@ -45,5 +47,12 @@ func TestProvisionerFlags(t *testing.T) {
 	o = parse(t, "--provisioner=pods", "--cert-renewal-threshold=-1h")
 	if err := o.Validate(); err == nil {
 		t.Error("negative --cert-renewal-threshold: want an error")
+	}
+	o = parse(t, "--provisioner=pods", "--upgrade-step-timeout=0s")
+	if err := o.Validate(); err == nil {
+		t.Error("zero --upgrade-step-timeout: want an error")
+	}
+	if o = parse(t, "--upgrade-step-timeout=90s"); o.UpgradeStepTimeout.Seconds() != 90 {
+		t.Errorf("--upgrade-step-timeout=90s parsed as %s", o.UpgradeStepTimeout)
 	}
 }

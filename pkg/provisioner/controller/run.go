@@ -39,6 +39,7 @@ type RunConfig struct {
 	LeaderElect          bool
 	LeaderElectNamespace string
 	RenewalThreshold     time.Duration
+	UpgradeStepTimeout   time.Duration
 	Workers              int
 }
 
@@ -77,6 +78,8 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			Management:       NewManagement(mgmt),
 			Recorder:         recorder,
 			RenewalThreshold: cfg.RenewalThreshold,
+			// Options.UpgradeStepTimeout: 0 means the default.
+			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
 		})
 		if err != nil {
 			logger.Error(err, "Building provisioner controller")
