@@ -32,6 +32,20 @@ import (
 // yet allowed to move at that version (builders.Params.Versions), and
 // records what happened in status.upgrade; a lost status write is
 // recovered from the live objects on the next sync.
+//
+// A rollback (spec.version set back to status.upgrade.from before the
+// upgrade finished, which validation allows) is the same machinery aimed
+// the other way: from and to swap, so status.upgrade.to is the restored
+// version and from the abandoned one ("to older than from" is how a
+// rollback reads), and steps keeps the history of both legs, each step
+// naming the version it rolled to.
+//
+// A component not rolled out within the step timeout halts the upgrade:
+// Degraded=True names the pod and why, the phase is Degraded, and the next
+// component does not start. The upgrade stays where it is (capn does not
+// roll back on its own) until the user rolls back, or until the stuck
+// component does roll out after all (say, its image became pullable): it
+// is then done like any other step and the upgrade goes on.
 
 // DefaultUpgradeStepTimeout is how long a component may take to roll out
 // before the upgrade halts with Degraded (Options.UpgradeStepTimeout).
@@ -50,7 +64,7 @@ var upgradeOrder = []string{provisioner.ComponentAPIServer, provisioner.Componen
 // componentState is one kube-* component as the live Deployment shows it.
 type componentState struct {
 	name    string
-	version string // pod-template VersionAnnotation; the target if absent
+	version string // pod-template VersionAnnotation; "" if no Deployment
 	done    bool   // every desired replica updated and ready, spec observed
 	status  v1alpha1.ComponentStatus
 }
@@ -87,13 +101,15 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 	running := prev != nil && prev.FinishedAt == nil
 	var from string // the first component not at the target, in forward order
 	for _, cs := range comps {
-		if from == "" && cs.version != target {
+		if from == "" && cs.version != "" && cs.version != target {
 			from = cs.version
 		}
 	}
 	u := &upgrade{}
 	if from == "" && !running {
-		return u, nil // steady, or a first create: everything at spec.version
+		// Steady, or a first create: everything at spec.version (a missing
+		// Deployment is created at it).
+		return u, nil
 	}
 	u.touched = true
 	now := metav1.NewTime(c.now())
@@ -115,6 +131,17 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 		u.event("Normal", reason, describe(u.status))
 	default:
 		u.status = prev.DeepCopy()
+	}
+	// A Deployment missing mid-upgrade (deleted by someone) comes back at
+	// the older end, never ahead of the apiserver, and then takes its turn.
+	older := u.status.From
+	if newer(older, u.status.To) {
+		older = u.status.To
+	}
+	for _, cs := range comps {
+		if cs.version == "" {
+			cs.version = older
+		}
 	}
 
 	// Walk the order (backwards when going down); the first component not
@@ -163,11 +190,8 @@ func (c *Controller) observeComponents(ctx context.Context, in *capn.NestedClust
 		if err != nil {
 			return nil, err
 		}
-		cs := &componentState{name: name, version: o.status.Version, done: o.done, status: o.status}
-		if cs.version == "" { // not created yet: it is rendered at the target
-			cs.version = in.Spec.Version
-		}
-		out = append(out, cs)
+		// version is "" when the Deployment does not exist (yet).
+		out = append(out, &componentState{name: name, version: o.status.Version, done: o.done, status: o.status})
 	}
 	return out, nil
 }
@@ -232,28 +256,4 @@ func setVersion(v *builders.ComponentVersions, component, version string) {
 	case provisioner.ComponentScheduler:
 		v.Scheduler = version
 	}
-}
-
-// rollingBack: a rollback shows as an upgrade whose to is older than from.
-func rollingBack(st *v1alpha1.UpgradeStatus) bool { return newer(st.From, st.To) }
-
-func describe(st *v1alpha1.UpgradeStatus) string {
-	if rollingBack(st) {
-		return "rolling back from " + st.From + " to " + st.To + ": kube-scheduler, then kube-controller-manager, then kube-apiserver"
-	}
-	return "upgrading from " + st.From + " to " + st.To + ": kube-apiserver, then kube-controller-manager, then kube-scheduler"
-}
-
-func completeReason(st *v1alpha1.UpgradeStatus) string {
-	if rollingBack(st) {
-		return "RollbackComplete"
-	}
-	return "UpgradeComplete"
-}
-
-func (c *Controller) upgradeStepTimeout() time.Duration {
-	if c.stepTimeout > 0 {
-		return c.stepTimeout
-	}
-	return DefaultUpgradeStepTimeout
 }

@@ -104,3 +104,20 @@ func TestUpgradeForwardAgainDuringRollback(t *testing.T) {
 		t.Error("no UpgradeResumed event")
 	}
 }
+
+// TestUpgradeRecreatesMissingDeploymentAtOlderVersion: a controller-manager
+// Deployment deleted while the apiserver rolls comes back at the old
+// version, not ahead of the apiserver.
+func TestUpgradeRecreatesMissingDeploymentAtOlderVersion(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.setVersion(newVersion)
+	f.step()
+	f.rollout(provisioner.APIServerName, false)
+	if err := f.kube.AppsV1().Deployments(managementNamespace(f.nc)).Delete(context.Background(), provisioner.ControllerManagerName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step()
+	if v := f.versions(); !slices.Equal(v, []string{newVersion, oldVersion, oldVersion}) {
+		t.Errorf("versions %v: the controller-manager must come back at %s", v, oldVersion)
+	}
+}

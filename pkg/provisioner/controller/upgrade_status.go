@@ -2,6 +2,7 @@ package controller
 
 import (
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,4 +73,28 @@ func camel(component string) string {
 		}
 	}
 	return b.String()
+}
+
+// rollingBack: a rollback shows as an upgrade whose to is older than from.
+func rollingBack(st *v1alpha1.UpgradeStatus) bool { return newer(st.From, st.To) }
+
+func describe(st *v1alpha1.UpgradeStatus) string {
+	if rollingBack(st) {
+		return "rolling back from " + st.From + " to " + st.To + ": kube-scheduler, then kube-controller-manager, then kube-apiserver"
+	}
+	return "upgrading from " + st.From + " to " + st.To + ": kube-apiserver, then kube-controller-manager, then kube-scheduler"
+}
+
+func completeReason(st *v1alpha1.UpgradeStatus) string {
+	if rollingBack(st) {
+		return "RollbackComplete"
+	}
+	return "UpgradeComplete"
+}
+
+func (c *Controller) upgradeStepTimeout() time.Duration {
+	if c.stepTimeout > 0 {
+		return c.stepTimeout
+	}
+	return DefaultUpgradeStepTimeout
 }
