@@ -236,7 +236,9 @@ type NestedClusterStatus struct {
 	// +optional
 	Phase NestedClusterPhase `json:"phase,omitempty"`
 	// conditions: EtcdReady, APIServerAvailable, ControllerManagerAvailable,
-	// SchedulerAvailable, Progressing, Ready.
+	// SchedulerAvailable, Ready; during and after an upgrade Progressing
+	// (True while one runs, the reason naming the component) and, when a
+	// step misses its deadline, Degraded (the message naming the pod).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -1058,7 +1058,7 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterStatus(ref common.ReferenceCallb
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions: EtcdReady, APIServerAvailable, ControllerManagerAvailable, SchedulerAvailable, Progressing, Ready.",
+							Description: "conditions: EtcdReady, APIServerAvailable, ControllerManagerAvailable, SchedulerAvailable, Ready; during and after an upgrade Progressing (True while one runs, the reason naming the component) and, when a step misses its deadline, Degraded (the message naming the pod).",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
