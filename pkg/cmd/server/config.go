@@ -103,6 +103,7 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config) genericapiserver.Post
 			LeaderElect:          o.LeaderElect,
 			LeaderElectNamespace: o.LeaderElectNamespace,
 			RenewalThreshold:     o.CertRenewalThreshold,
+			UpgradeStepTimeout:   o.UpgradeStepTimeout,
 			Workers:              2,
 		}
 		// The hook must return for the server to become ready; the

@@ -17,6 +17,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/apiserver"
+	"capn.dev/capn/pkg/provisioner/controller"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -56,6 +57,9 @@ type Options struct {
 	CertRenewalThreshold time.Duration
 	// MaxKubeconfigExpiration caps what nestedclusters/kubeconfig issues.
 	MaxKubeconfigExpiration time.Duration
+	// UpgradeStepTimeout halts an upgrade whose component is not rolled
+	// out in this long.
+	UpgradeStepTimeout time.Duration
 
 	Out, ErrOut io.Writer
 }
@@ -71,6 +75,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		LeaderElect:             true,
 		LeaderElectNamespace:    "capn-system",
 		CertRenewalThreshold:    pki.DefaultRenewalThreshold,
+		UpgradeStepTimeout:      controller.DefaultUpgradeStepTimeout,
 		Out:                     out,
 		ErrOut:                  errOut,
 	}
@@ -105,6 +110,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxKubeconfigExpiration, "max-tenant-kubeconfig-expiration", o.MaxKubeconfigExpiration,
 		fmt.Sprintf("With --provisioner=pods, the longest lifetime a nestedclusters/kubeconfig request may ask for (%s to %s). Client certificates cannot be revoked, so keep it short.",
 			validation.MinKubeconfigExpiration, pki.MaxTenantKubeconfigTTL))
+	fs.DurationVar(&o.UpgradeStepTimeout, "upgrade-step-timeout", o.UpgradeStepTimeout,
+		"With --provisioner=pods, halt a version upgrade (condition Degraded) when a component's new pods are not all ready this long after it started rolling.")
 }
 
 // UseEmbeddedEtcd reports whether the server must start its own etcd.
@@ -159,6 +166,9 @@ func (o *Options) Validate() error {
 	case ProvisionerPods:
 		if o.CertRenewalThreshold < 0 {
 			errs = append(errs, fmt.Errorf("--cert-renewal-threshold must not be negative"))
+		}
+		if o.UpgradeStepTimeout <= 0 {
+			errs = append(errs, fmt.Errorf("--upgrade-step-timeout must be positive"))
 		}
 		if o.LeaderElect && o.LeaderElectNamespace == "" {
 			errs = append(errs, fmt.Errorf("--leader-elect-namespace must be set with --leader-elect"))

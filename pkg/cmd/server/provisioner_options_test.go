@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"capn.dev/capn/pkg/provisioner/controller"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -25,7 +26,7 @@ func TestProvisionerFlags(t *testing.T) {
 	o := parse(t)
 	if o.Provisioner != ProvisionerPods || !o.LeaderElect || o.LeaderElectNamespace != "capn-system" ||
 		o.CertRenewalThreshold != pki.DefaultRenewalThreshold || o.ManagementKubeconfig != "" ||
-		o.MaxKubeconfigExpiration != pki.MaxTenantKubeconfigTTL {
+		o.MaxKubeconfigExpiration != pki.MaxTenantKubeconfigTTL || o.UpgradeStepTimeout != controller.DefaultUpgradeStepTimeout {
 		t.Errorf("defaults: %+v", o)
 	}
 
@@ -56,5 +57,12 @@ func TestProvisionerFlags(t *testing.T) {
 	}
 	if err := parse(t, "--max-tenant-kubeconfig-expiration=2h").Validate(); err != nil {
 		t.Errorf("--max-tenant-kubeconfig-expiration=2h: %v", err)
+	}
+	o = parse(t, "--provisioner=pods", "--upgrade-step-timeout=0s")
+	if err := o.Validate(); err == nil {
+		t.Error("zero --upgrade-step-timeout: want an error")
+	}
+	if o = parse(t, "--upgrade-step-timeout=90s"); o.UpgradeStepTimeout.Seconds() != 90 {
+		t.Errorf("--upgrade-step-timeout=90s parsed as %s", o.UpgradeStepTimeout)
 	}
 }

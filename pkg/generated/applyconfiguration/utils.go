@@ -60,6 +60,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &capnv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UpgradeStatus"):
 		return &capnv1alpha1.UpgradeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("UpgradeStep"):
+		return &capnv1alpha1.UpgradeStepApplyConfiguration{}
 
 	}
 	return nil

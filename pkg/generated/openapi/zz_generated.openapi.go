@@ -55,6 +55,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.NestedClusterUpgrade{}.OpenAPIModelName():                 schema_pkg_apis_capn_v1alpha1_NestedClusterUpgrade(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                      schema_pkg_apis_capn_v1alpha1_SecretReference(ref),
 		v1alpha1.UpgradeStatus{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_UpgradeStatus(ref),
+		v1alpha1.UpgradeStep{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_UpgradeStep(ref),
 		v1.ContainerResourceMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
 		v1.ContainerResourceMetricStatus{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricStatus(ref),
 		v1.CrossVersionObjectReference{}.OpenAPIModelName():                schema_k8sio_api_autoscaling_v1_CrossVersionObjectReference(ref),
@@ -1157,7 +1158,7 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterStatus(ref common.ReferenceCallb
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions: EtcdReady, APIServerAvailable, ControllerManagerAvailable, SchedulerAvailable, Progressing, Ready.",
+							Description: "conditions: EtcdReady, APIServerAvailable, ControllerManagerAvailable, SchedulerAvailable, Ready; during and after an upgrade Progressing (True while one runs, the reason naming the component) and, when a step misses its deadline, Degraded (the message naming the pod).",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1306,7 +1307,7 @@ func schema_pkg_apis_capn_v1alpha1_UpgradeStatus(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"from": {
 						SchemaProps: spec.SchemaProps{
-							Description: "from is the version the upgrade started from.",
+							Description: "from is the version the upgrade started from. When spec.version is set back to from while an upgrade runs, the provisioner rolls back: from and to swap, so from is then the abandoned target and to the version being restored (the rollback is itself an ordered upgrade, in reverse component order; steps[].version shows the direction).",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -1314,7 +1315,7 @@ func schema_pkg_apis_capn_v1alpha1_UpgradeStatus(ref common.ReferenceCallback) c
 					},
 					"to": {
 						SchemaProps: spec.SchemaProps{
-							Description: "to is the target version.",
+							Description: "to is the target version: always spec.version while in progress.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -1339,8 +1340,70 @@ func schema_pkg_apis_capn_v1alpha1_UpgradeStatus(ref common.ReferenceCallback) c
 							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"steps": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "steps is the history of this upgrade, one entry per component rolled, in the order the provisioner started them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.UpgradeStep{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"from", "to"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.UpgradeStep{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_UpgradeStep(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpgradeStep is one component's roll to one version.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"component": {
+						SchemaProps: spec.SchemaProps{
+							Description: "component is kube-apiserver, kube-controller-manager or kube-scheduler.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "version the component was rolled to.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"startedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "startedAt is when the provisioner changed the component's version.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"finishedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "finishedAt is when every replica ran version and was ready. A step interrupted by a rollback never gets one.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"component", "version"},
 			},
 		},
 		Dependencies: []string{

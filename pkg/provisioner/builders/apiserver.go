@@ -21,7 +21,8 @@ func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	prof, err := profileFor(nc)
+	version := p.Versions.For(nc, component)
+	prof, err := profileFor(component, version)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	})
 	c := corev1.Container{
 		Name:    component,
-		Image:   ImageRegistry + "/" + component + ":" + nc.Spec.Version,
+		Image:   ImageRegistry + "/" + component + ":" + version,
 		Command: []string{component},
 		Args:    flags,
 		Ports:   []corev1.ContainerPort{tcpPort("https", profiles.APIServerPort)},
@@ -76,7 +77,7 @@ func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
 			{Name: "config", MountPath: profiles.ConfigDir, ReadOnly: true},
 		},
 	}
-	tpl := podTemplate(nc, component, podAnnotations(nc, p, config),
+	tpl := podTemplate(nc, component, podAnnotations(version, p, config),
 		podSpec(nc, component, c, []corev1.Volume{pki, configMapVolume("config", provisioner.APIServerConfigName)}))
 	if err := customize(&tpl, component, &spec.ComponentSpec); err != nil {
 		return nil, err

@@ -70,7 +70,8 @@ func controller(nc *capn.NestedCluster, p Params, s controllerSpec) ([]Object, e
 	if err != nil {
 		return nil, err
 	}
-	prof, err := profileFor(nc)
+	version := p.Versions.For(nc, s.component)
+	prof, err := profileFor(s.component, version)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func controller(nc *capn.NestedCluster, p Params, s controllerSpec) ([]Object, e
 	}
 	c := corev1.Container{
 		Name:    s.component,
-		Image:   ImageRegistry + "/" + s.component + ":" + nc.Spec.Version,
+		Image:   ImageRegistry + "/" + s.component + ":" + version,
 		Command: []string{s.component},
 		Args:    flags,
 		Ports:   []corev1.ContainerPort{tcpPort("https", s.port)},
@@ -100,7 +101,7 @@ func controller(nc *capn.NestedCluster, p Params, s controllerSpec) ([]Object, e
 		volumes = append(volumes, configMapVolume("config", s.configMap))
 		objs = append(objs, configMap(nc, s.configMap, s.component, config))
 	}
-	tpl := podTemplate(nc, s.component, podAnnotations(nc, p, config), podSpec(nc, s.component, c, volumes))
+	tpl := podTemplate(nc, s.component, podAnnotations(version, p, config), podSpec(nc, s.component, c, volumes))
 	if err := customize(&tpl, s.component, s.spec); err != nil {
 		return nil, err
 	}

@@ -134,9 +134,10 @@ func pruneNulls(v any) any {
 	return v
 }
 
-// podAnnotations are capn's pod-template annotations for a kube-* component.
-func podAnnotations(nc *capn.NestedCluster, p Params, configData map[string]string) map[string]string {
-	a := map[string]string{provisioner.VersionAnnotation: nc.Spec.Version}
+// podAnnotations are capn's pod-template annotations for a kube-* component
+// built for version.
+func podAnnotations(version string, p Params, configData map[string]string) map[string]string {
+	a := map[string]string{provisioner.VersionAnnotation: version}
 	if p.CertsHash != "" {
 		a[provisioner.CertsHashAnnotation] = p.CertsHash
 	}

@@ -29,6 +29,7 @@ var (
 		"memory":        {CertsHash: "c0ffee00", APIServerServiceIP: "10.0.0.10", EtcdServiceIP: "10.0.0.11"},
 		"external-etcd": {CertsHash: "c0ffee00", APIServerServiceIP: "fd00::10"},
 		"custom":        {CertsHash: "c0ffee00", EtcdImage: "registry.k8s.io/etcd:3.6.5-0"},
+		"mixed-version": {CertsHash: "c0ffee00", Versions: ComponentVersions{ControllerManager: "v1.36.3", Scheduler: "v1.36.3"}},
 	}
 )
 

@@ -49,6 +49,38 @@ type Params struct {
 	// release that moves DefaultEtcdImage does not roll a tenant's etcd:
 	// only managed.image may.
 	EtcdImage string
+	// Versions holds the kube-* components back at another version than
+	// spec.version while the controller upgrades them in order. It is the
+	// whole of the builders' part in an upgrade: they stay pure, and the
+	// controller, which sees the live Deployments, decides the order.
+	Versions ComponentVersions
+}
+
+// ComponentVersions are per-component versions; an empty one means
+// spec.version, so the zero value renders everything at spec.version (and
+// a cluster that is not upgrading renders exactly as before). A version
+// drives the component's image tag, its flag profile (and so its generated
+// config) and the VersionAnnotation on its pods. Etcd has none: a version
+// upgrade never touches it.
+type ComponentVersions struct {
+	APIServer, ControllerManager, Scheduler string
+}
+
+// For returns the version component renders at under nc.
+func (v ComponentVersions) For(nc *capn.NestedCluster, component string) string {
+	var pinned string
+	switch component {
+	case provisioner.ComponentAPIServer:
+		pinned = v.APIServer
+	case provisioner.ComponentControllerManager:
+		pinned = v.ControllerManager
+	case provisioner.ComponentScheduler:
+		pinned = v.Scheduler
+	}
+	if pinned == "" {
+		return nc.Spec.Version
+	}
+	return pinned
 }
 
 // Object is what every builder returns: a namespaced, typed object with
@@ -113,11 +145,11 @@ func joinHostPort[T int | int32](host string, port T) string {
 	return host + ":" + strconv.Itoa(int(port))
 }
 
-// profileFor parses spec.version and picks its flag profile.
-func profileFor(nc *capn.NestedCluster) (profiles.Profile, error) {
-	v, err := versions.Parse(nc.Spec.Version)
+// profileFor parses a component's version and picks its flag profile.
+func profileFor(component, version string) (profiles.Profile, error) {
+	v, err := versions.Parse(version)
 	if err != nil {
-		return profiles.Profile{}, fmt.Errorf("spec.version %q: %w", nc.Spec.Version, err)
+		return profiles.Profile{}, fmt.Errorf("%s version %q: %w", component, version, err)
 	}
 	return profiles.For(v)
 }

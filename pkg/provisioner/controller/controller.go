@@ -52,6 +52,10 @@ type Options struct {
 	// TenantClient reaches a tenant apiserver for its RBAC bootstrap; nil
 	// means access.BootstrapClient.
 	TenantClient TenantClientFunc
+	// UpgradeStepTimeout is how long one component may take to roll out
+	// during an upgrade before it halts as Degraded; 0 means
+	// DefaultUpgradeStepTimeout.
+	UpgradeStepTimeout time.Duration
 }
 
 // Controller reconciles NestedClusters into management-cluster objects.
@@ -70,6 +74,8 @@ type Controller struct {
 	// bootstrapped remembers tenants whose RBAC bootstrap succeeded, by
 	// UID and CA (see ensureTenantAccess).
 	bootstrapped map[string]bool
+	// stepTimeout: see Options.UpgradeStepTimeout (upgrade.go).
+	stepTimeout time.Duration
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -96,6 +102,7 @@ func New(o Options) (*Controller, error) {
 	if c.tenantClient == nil {
 		c.tenantClient = access.BootstrapClient
 	}
+	c.stepTimeout = o.UpgradeStepTimeout
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -213,10 +220,16 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
 	params.EtcdImage = nc.Status.Etcd.Image
+	// An ordered upgrade holds some kube-* components back (upgrade.go).
+	up, err := c.planUpgrade(ctx, nc, in)
+	if err != nil {
+		return 0, fmt.Errorf("planning upgrade: %w", err)
+	}
+	params.Versions = up.versions
 	if err := c.ensureWorkloads(ctx, nc, in, params); err != nil {
 		return 0, c.fail(nc, "ApplyFailed", err)
 	}
-	ready, err := c.updateStatus(ctx, nc, in, params)
+	ready, err := c.updateStatus(ctx, nc, in, params, up)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -29,6 +30,9 @@ type Management interface {
 	Get(ctx context.Context, proto builders.Object) (builders.Object, error)
 	// ListSecrets returns the Secrets of a namespace.
 	ListSecrets(ctx context.Context, namespace string) ([]corev1.Secret, error)
+	// ListPods returns the Pods of a namespace that match selector: an
+	// upgrade step that misses its deadline names the pod that is not Ready.
+	ListPods(ctx context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, error)
 	// Apply server-side applies obj as FieldManager, forcing conflicts:
 	// capn is the only writer of what it renders.
 	Apply(ctx context.Context, obj builders.Object) (builders.Object, error)
@@ -77,6 +81,14 @@ func (m kubeManagement) Delete(ctx context.Context, proto builders.Object) error
 
 func (m kubeManagement) ListSecrets(ctx context.Context, namespace string) ([]corev1.Secret, error) {
 	l, err := m.c.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func (m kubeManagement) ListPods(ctx context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, error) {
+	l, err := m.c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ type RunConfig struct {
 	LeaderElect          bool
 	LeaderElectNamespace string
 	RenewalThreshold     time.Duration
+	UpgradeStepTimeout   time.Duration
 	Workers              int
 }
 
@@ -83,6 +84,8 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			Management:       NewManagement(mgmt),
 			Recorder:         recorder,
 			RenewalThreshold: cfg.RenewalThreshold,
+			// Options.UpgradeStepTimeout: 0 means the default.
+			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
 		})
 		if err == nil {
 			err = c.WatchManagement(owned.Core().V1().Namespaces().Informer(),

@@ -40,8 +40,9 @@ type observed struct {
 // writes it only if it changed. It reports whether the cluster is Ready.
 // Ready also waits for the tenant's RBAC bootstrap (ensureTenantAccess), so
 // that a kubeconfig fetched on Ready works at once. A failed bootstrap is
-// returned after the status is written.
-func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) (bool, error) {
+// returned after the status is written. up is this sync's upgrade plan
+// (upgrade.go), laid over before writing.
+func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, up *upgrade) (bool, error) {
 	ns := provisioner.ManagementNamespace(in)
 	etcd := observed{available: true, done: true} // external etcd: not ours to watch
 	var err error
@@ -113,6 +114,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	default:
 		st.Phase = v1alpha1.PhaseProvisioning
 	}
+	ready = c.applyUpgrade(nc, st, up, ready) // status.upgrade, Progressing, Degraded, phase
 	if _, err := c.writeStatus(ctx, nc, st); err != nil {
 		return false, err
 	}

@@ -243,7 +243,9 @@ type NestedClusterStatus struct {
 	// +optional
 	Phase NestedClusterPhase `json:"phase,omitempty"`
 	// conditions: EtcdReady, APIServerAvailable, ControllerManagerAvailable,
-	// SchedulerAvailable, Progressing, Ready.
+	// SchedulerAvailable, Ready; during and after an upgrade Progressing
+	// (True while one runs, the reason naming the component) and, when a
+	// step misses its deadline, Degraded (the message naming the pod).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -292,9 +294,13 @@ type ComponentStatus struct {
 
 // UpgradeStatus tracks an ordered upgrade.
 type UpgradeStatus struct {
-	// from is the version the upgrade started from.
+	// from is the version the upgrade started from. When spec.version is
+	// set back to from while an upgrade runs, the provisioner rolls back:
+	// from and to swap, so from is then the abandoned target and to the
+	// version being restored (the rollback is itself an ordered upgrade, in
+	// reverse component order; steps[].version shows the direction).
 	From string `json:"from"`
-	// to is the target version.
+	// to is the target version: always spec.version while in progress.
 	To string `json:"to"`
 	// component is the component being rolled (kube-apiserver,
 	// kube-controller-manager, kube-scheduler); empty when finished.
@@ -304,6 +310,26 @@ type UpgradeStatus struct {
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// finishedAt is set once every component runs the target version.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// steps is the history of this upgrade, one entry per component rolled,
+	// in the order the provisioner started them.
+	// +optional
+	// +listType=atomic
+	Steps []UpgradeStep `json:"steps,omitempty"`
+}
+
+// UpgradeStep is one component's roll to one version.
+type UpgradeStep struct {
+	// component is kube-apiserver, kube-controller-manager or kube-scheduler.
+	Component string `json:"component"`
+	// version the component was rolled to.
+	Version string `json:"version"`
+	// startedAt is when the provisioner changed the component's version.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// finishedAt is when every replica ran version and was ready. A step
+	// interrupted by a rollback never gets one.
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }

@@ -115,3 +115,8 @@ func (in SecretReference) OpenAPIModelName() string {
 func (in UpgradeStatus) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.UpgradeStatus"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UpgradeStep) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.UpgradeStep"
+}

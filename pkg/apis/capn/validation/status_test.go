@@ -24,7 +24,8 @@ func TestValidateNestedClusterStatusUpdate(t *testing.T) {
 			st.ObservedGeneration = 3
 			st.Conditions = []metav1.Condition{readyCondition()}
 			st.APIServer = capn.ComponentStatus{Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, Version: "v1.37.2"}
-			st.Upgrade = &capn.UpgradeStatus{From: "v1.36.3", To: "v1.37.2", StartedAt: &started, FinishedAt: &started}
+			st.Upgrade = &capn.UpgradeStatus{From: "v1.36.3", To: "v1.37.2", StartedAt: &started, FinishedAt: &started,
+				Steps: []capn.UpgradeStep{{Component: "kube-apiserver", Version: "v1.37.2", StartedAt: &started, FinishedAt: &started}}}
 			st.Replicas, st.Selector = 2, "app=kube-apiserver"
 		}, nil},
 		{"empty phase", func(st *capn.NestedClusterStatus) { st.Phase = "" }, nil},
@@ -52,6 +53,12 @@ func TestValidateNestedClusterStatusUpdate(t *testing.T) {
 		{"upgrade without to", func(st *capn.NestedClusterStatus) {
 			st.Upgrade = &capn.UpgradeStatus{From: "v1.36.3"}
 		}, &wantErr{"status.upgrade.to", field.ErrorTypeRequired, ""}},
+		{"upgrade step with malformed version", func(st *capn.NestedClusterStatus) {
+			st.Upgrade = &capn.UpgradeStatus{From: "v1.36.3", To: "v1.37.2", Steps: []capn.UpgradeStep{{Component: "kube-apiserver", Version: "1.37"}}}
+		}, &wantErr{"status.upgrade.steps[0].version", field.ErrorTypeInvalid, ""}},
+		{"upgrade step without component", func(st *capn.NestedClusterStatus) {
+			st.Upgrade = &capn.UpgradeStatus{From: "v1.36.3", To: "v1.37.2", Steps: []capn.UpgradeStep{{Version: "v1.37.2"}}}
+		}, &wantErr{"status.upgrade.steps[0].component", field.ErrorTypeRequired, ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,6 +112,13 @@ func ValidateNestedClusterStatusUpdate(newNC, oldNC *capn.NestedCluster) field.E
 		// could not tell a rollback from a downgrade.
 		allErrs = append(allErrs, validateVersionSyntax(p.Child("from"), u.From)...)
 		allErrs = append(allErrs, validateVersionSyntax(p.Child("to"), u.To)...)
+		for i, step := range u.Steps {
+			sp := p.Child("steps").Index(i)
+			if step.Component == "" {
+				allErrs = append(allErrs, field.Required(sp.Child("component"), ""))
+			}
+			allErrs = append(allErrs, validateVersionSyntax(sp.Child("version"), step.Version)...)
+		}
 	}
 	return allErrs
 }

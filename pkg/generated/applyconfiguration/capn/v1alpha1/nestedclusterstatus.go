@@ -33,7 +33,9 @@ type NestedClusterStatusApplyConfiguration struct {
 	// phase summarises the conditions.
 	Phase *capnv1alpha1.NestedClusterPhase `json:"phase,omitempty"`
 	// conditions: EtcdReady, APIServerAvailable, ControllerManagerAvailable,
-	// SchedulerAvailable, Progressing, Ready.
+	// SchedulerAvailable, Ready; during and after an upgrade Progressing
+	// (True while one runs, the reason naming the component) and, when a
+	// step misses its deadline, Degraded (the message naming the pod).
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// etcd is the managed etcd's rollout state.
 	Etcd *ComponentStatusApplyConfiguration `json:"etcd,omitempty"`

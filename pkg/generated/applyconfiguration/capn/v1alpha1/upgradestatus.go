@@ -27,9 +27,13 @@ import (
 //
 // UpgradeStatus tracks an ordered upgrade.
 type UpgradeStatusApplyConfiguration struct {
-	// from is the version the upgrade started from.
+	// from is the version the upgrade started from. When spec.version is
+	// set back to from while an upgrade runs, the provisioner rolls back:
+	// from and to swap, so from is then the abandoned target and to the
+	// version being restored (the rollback is itself an ordered upgrade, in
+	// reverse component order; steps[].version shows the direction).
 	From *string `json:"from,omitempty"`
-	// to is the target version.
+	// to is the target version: always spec.version while in progress.
 	To *string `json:"to,omitempty"`
 	// component is the component being rolled (kube-apiserver,
 	// kube-controller-manager, kube-scheduler); empty when finished.
@@ -38,6 +42,9 @@ type UpgradeStatusApplyConfiguration struct {
 	StartedAt *v1.Time `json:"startedAt,omitempty"`
 	// finishedAt is set once every component runs the target version.
 	FinishedAt *v1.Time `json:"finishedAt,omitempty"`
+	// steps is the history of this upgrade, one entry per component rolled,
+	// in the order the provisioner started them.
+	Steps []UpgradeStepApplyConfiguration `json:"steps,omitempty"`
 }
 
 // UpgradeStatusApplyConfiguration constructs a declarative configuration of the UpgradeStatus type for use with
@@ -83,5 +90,18 @@ func (b *UpgradeStatusApplyConfiguration) WithStartedAt(value v1.Time) *UpgradeS
 // If called multiple times, the FinishedAt field is set to the value of the last call.
 func (b *UpgradeStatusApplyConfiguration) WithFinishedAt(value v1.Time) *UpgradeStatusApplyConfiguration {
 	b.FinishedAt = &value
+	return b
+}
+
+// WithSteps adds the given value to the Steps field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Steps field.
+func (b *UpgradeStatusApplyConfiguration) WithSteps(values ...*UpgradeStepApplyConfiguration) *UpgradeStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithSteps")
+		}
+		b.Steps = append(b.Steps, *values[i])
+	}
 	return b
 }
