@@ -3,108 +3,253 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/test/framework"
 )
 
-// TestProvisionerOnNode deploys capn-apiserver with --provisioner=pods onto
-// a real node and checks that the example NestedCluster becomes a Ready
-// tenant control plane (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler as pods in its management namespace), then that deleting
-// it removes that namespace.
+// tenantCase is one NestedCluster of TestProvisionerOnNode.
+type tenantCase struct {
+	name     string
+	manifest string // for kubectl create -f -
+	plugin   bool   // fetch the kubeconfig with `kubectl nested`
+}
+
+// TestProvisionerOnNode runs capn-apiserver as a pod on a real node with
+// the default (pods) provisioner and drives three tenants through their
+// whole life as users would: the example NestedCluster (emptyDir etcd), a
+// Memory etcd and an external etcd the test runs. Each becomes Ready, hands
+// out a kubeconfig to the requesting user, serves as a working cluster
+// (namespace, Deployment → ReplicaSet → Pods, scheduler and kcm leases),
+// and leaves nothing behind when deleted.
 func TestProvisionerOnNode(t *testing.T) {
 	kubectl, images := env(t, "KUBECTL"), env(t, "CAPN_IMAGES")
-	clusterOpts := clusterOptions(t)
+	plugin := env(t, "KUBECTL_NESTED")
 	nodeOpts := framework.NodeOptions{Kubelet: env(t, "KUBELET"), KubeProxy: env(t, "KUBE_PROXY"), Images: []string{images}}
 	if _, err := os.Stat(images); err != nil {
 		t.Fatalf("CAPN_IMAGES: %v (build it with `make images`)", err)
 	}
 	t.Setenv("KUBECACHEDIR", t.TempDir())
-	c := framework.StartCluster(t, clusterOpts)
+	c := framework.StartCluster(t, clusterOptions(t))
 	if c.NodeIP.IsLoopback() {
 		t.Fatalf("no non-loopback node IP: kubelet and pods need %s to be a real address", c.NodeIP)
 	}
 	node := c.StartNode(t, nodeOpts)
 	admin := framework.Kubectl{Bin: kubectl, Kubeconfig: c.AdminKubeconfig}
-	framework.DeployCapnWith(t, c, node, admin, repoFile(t, ""), framework.CapnDeployOptions{
-		ExtraArgs: []string{"--provisioner=pods"},
-	})
-
+	// The default args: the provisioner is on unless --provisioner=none.
+	capnDep := framework.DeployCapn(t, c, node, admin, repoFile(t, ""))
 	k := admin
 	k.Namespace = "default"
-	demo := &capn.NestedCluster{}
-	demo.Namespace, demo.Name = "default", "demo"
-	mgmtNS := provisioner.ManagementNamespace(demo)
+
+	// alice may edit NestedClusters in default (the aggregated edit role),
+	// victor may only view them.
+	admin.MustRun(t, "", "create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", "default")
+	admin.MustRun(t, "", "create", "rolebinding", "victor-view", "--clusterrole=view", "--user=victor", "-n", "default")
+	ext := startExternalEtcd(t, c, "default")
+	putsBefore := externalEtcdPuts(t, c)
+
+	cases := []tenantCase{
+		{name: "demo", plugin: true},
+		{name: "mem", manifest: "apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: mem\nspec:\n  etcd:\n    managed:\n      storage:\n        type: Memory\n"},
+		{name: "ext", manifest: fmt.Sprintf("apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: ext\nspec:\n  etcd:\n    external:\n      endpoints: [%q]\n      caSecretRef: {name: %s}\n      clientSecretRef: {name: %s}\n",
+			ext.Endpoint, ext.CASecret, ext.ClientSecret)},
+	}
 	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, args := range [][]string{
-			{"get", "pods", "-n", mgmtNS, "-o", "wide"},
-			{"describe", "nc", "demo", "-n", "default"},
-			{"get", "events", "-n", mgmtNS, "--sort-by=.lastTimestamp"},
-			{"logs", "-n", framework.CapnNamespace, "-l", framework.CapnPodSelector, "--tail=60"},
-		} {
-			r := admin.Run("", args...)
-			t.Logf("kubectl %s:\n%s%s", strings.Join(args, " "), r.Stdout, r.Stderr)
-		}
-		pods := admin.Run("", "get", "pods", "-n", mgmtNS, "-o", "name")
-		for _, p := range strings.Fields(pods.Stdout) {
-			r := admin.Run("", "logs", "-n", mgmtNS, p, "--all-containers", "--tail=40")
-			t.Logf("kubectl logs %s:\n%s%s", p, r.Stdout, r.Stderr)
-			r = admin.Run("", "logs", "-n", mgmtNS, p, "--all-containers", "--previous", "--tail=20")
-			if r.Err == nil {
-				t.Logf("kubectl logs --previous %s:\n%s", p, r.Stdout)
-			}
+		if t.Failed() {
+			dumpProvisioner(t, admin, cases)
 		}
 	})
 
 	// Aggregated discovery can trail the APIService's Available condition.
-	framework.Eventually(t, 30*time.Second, "kubectl create of the example NestedCluster", func() (bool, string) {
-		r := k.Run("", "create", "-f", repoFile(t, "artifacts/examples/nestedcluster.yaml"))
-		return r.Err == nil, r.Stdout + r.Stderr
-	})
-	created := time.Now()
-
-	var podsUp time.Duration
-	framework.Eventually(t, 4*time.Minute, "the tenant control plane pods and NestedCluster demo Ready=True", func() (bool, string) {
-		pods := admin.Run("", "get", "pods", "-n", mgmtNS, "--no-headers",
-			"-o", "custom-columns=NAME:.metadata.name,READY:.status.containerStatuses[*].ready")
-		if podsUp == 0 && pods.Err == nil && strings.Count(pods.Stdout, "true") >= 4 {
-			podsUp = time.Since(created)
-		}
-		r := k.Run("", "get", "nc", "demo", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
-		return r.Err == nil && r.Stdout == "True", "Ready=" + r.Stdout + r.Stderr + "; pods:\n" + pods.Stdout + pods.Stderr
-	})
-	ready := time.Since(created)
-	t.Logf("kubectl get pods -n %s -o wide:\n%s", mgmtNS, admin.MustRun(t, "", "get", "pods", "-n", mgmtNS, "-o", "wide"))
-	// A restart before Ready is tolerated but costs a crash-loop back-off:
-	// show why it happened.
-	restarts := admin.MustRun(t, "", "get", "pods", "-n", mgmtNS, "--no-headers",
-		"-o", "custom-columns=NAME:.metadata.name,RESTARTS:.status.containerStatuses[*].restartCount")
-	for _, line := range strings.Split(strings.TrimSpace(restarts), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[1] != "0" {
-			r := admin.Run("", "logs", "-n", mgmtNS, f[0], "--previous", "--tail=15")
-			t.Logf("%s restarted %s times; previous container's last lines:\n%s%s", f[0], f[1], r.Stdout, r.Stderr)
-		}
+	created := map[string]time.Time{}
+	for _, tc := range cases {
+		framework.Eventually(t, 30*time.Second, "kubectl create of NestedCluster "+tc.name, func() (bool, string) {
+			r := k.Run(tc.manifest, "create", "-f", "-")
+			if tc.manifest == "" {
+				r = k.Run("", "create", "-f", repoFile(t, "artifacts/examples/nestedcluster.yaml"))
+			}
+			return r.Err == nil, r.Stdout + r.Stderr
+		})
+		created[tc.name] = time.Now()
 	}
 
+	var mu sync.Mutex
+	numbers := map[string]string{}
+	t.Run("tenants", func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				framework.Eventually(t, 5*time.Minute, "NestedCluster "+tc.name+" Ready=True", func() (bool, string) {
+					r := k.Run("", "get", "nc", tc.name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.phase}`)
+					return r.Err == nil && strings.HasPrefix(r.Stdout, "True "), r.Stdout + r.Stderr
+				})
+				ready := time.Since(created[tc.name])
+				p := ""
+				if tc.plugin {
+					p = plugin
+				}
+				tk := framework.Kubectl{Bin: kubectl, Kubeconfig: tenantKubeconfig(t, k, p, tc.name, "alice")}
+				useTenant(t, tk, "alice")
+				mu.Lock()
+				numbers[tc.name] = fmt.Sprintf("create->Ready %s, usable %s", ready.Round(time.Millisecond), time.Since(created[tc.name]).Round(time.Millisecond))
+				mu.Unlock()
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	// Who may ask: a viewer is refused by RBAC, before capn signs anything.
+	errOut := k.MustFail(t, `{"apiVersion":"capn.dev/v1alpha1","kind":"NestedClusterKubeconfigRequest"}`,
+		"create", "--raw", kubeconfigPath("default", "demo"), "-f", "-", "--as=victor")
+	if !strings.Contains(errOut, "Forbidden") && !strings.Contains(errOut, "forbidden") {
+		t.Errorf("victor's kubeconfig request: %s, want Forbidden", errOut)
+	}
+	// The external etcd really holds the ext tenant's data, and no etcd of
+	// capn's runs for it.
+	if puts := externalEtcdPuts(t, c); puts-putsBefore < 100 {
+		t.Errorf("external etcd saw %v puts since the tenant was created, want the tenant's writes (>= 100)", puts-putsBefore)
+	}
+	extNS := mgmtNamespace("ext")
+	if out := admin.MustRun(t, "", "get", "statefulsets,pods", "-n", extNS, "-l", provisioner.ComponentLabel+"="+provisioner.ComponentEtcd, "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("capn runs an etcd for the external-etcd tenant: %s", out)
+	}
+
+	rss := tenantRSS(t, admin, node, mgmtNamespace("demo"))
+	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
+
 	deleted := time.Now()
-	k.MustRun(t, "", "delete", "nc", "demo", "--wait=false")
-	framework.Eventually(t, 3*time.Minute, "management namespace "+mgmtNS+" to be gone", func() (bool, string) {
-		r := admin.Run("", "get", "namespace", mgmtNS, "-o", "name")
-		return r.Err != nil && strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr
-	})
-	framework.Eventually(t, time.Minute, "NestedCluster demo to be gone", func() (bool, string) {
-		r := k.Run("", "get", "nc", "demo", "-o", "name")
-		return r.Err != nil && strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr
-	})
-	t.Logf("numbers: create -> all pods ready %s | create -> Ready %s | delete -> namespace gone %s",
-		podsUp.Round(time.Millisecond), ready.Round(time.Millisecond), time.Since(deleted).Round(time.Millisecond))
+	for _, tc := range cases {
+		k.MustRun(t, "", "delete", "nc", tc.name, "--wait=false")
+	}
+	for _, tc := range cases {
+		ns := mgmtNamespace(tc.name)
+		framework.Eventually(t, 3*time.Minute, "management namespace "+ns+" to be gone", func() (bool, string) {
+			r := admin.Run("", "get", "namespace", ns, "-o", "name")
+			return r.Err != nil && strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr
+		})
+		framework.Eventually(t, time.Minute, "NestedCluster "+tc.name+" to be gone", func() (bool, string) {
+			r := k.Run("", "get", "nc", tc.name, "-o", "name")
+			return r.Err != nil && strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr
+		})
+	}
+	gone := time.Since(deleted)
+	if out := admin.MustRun(t, "", "get", "namespaces", "-l", provisioner.ManagedByLabel+"="+provisioner.ManagedByValue, "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("capn namespaces left after every NestedCluster was deleted: %s", out)
+	}
+	names := make([]string, 0, len(numbers))
+	for n := range numbers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.Logf("numbers: %s: %s", n, numbers[n])
+	}
+	t.Logf("numbers: demo idle RSS: %s", rss)
+	t.Logf("numbers: resync of Ready demo: %s", resync)
+	t.Logf("numbers: delete of 3 tenants -> all namespaces gone %s", gone.Round(time.Millisecond))
 }
+
+func mgmtNamespace(name string) string {
+	nc := &capn.NestedCluster{}
+	nc.Namespace, nc.Name = "default", name
+	return provisioner.ManagementNamespace(nc)
+}
+
+// tenantRSS reads each tenant container's resident memory on the node.
+func tenantRSS(t *testing.T, admin framework.Kubectl, node *framework.Node, ns string) string {
+	t.Helper()
+	out := admin.MustRun(t, "", "get", "pods", "-n", ns, "--no-headers", "-o",
+		"custom-columns=C:.metadata.labels.capn\\.dev/component,ID:.status.containerStatuses[0].containerID")
+	var parts []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Fatalf("unexpected pod line %q", line)
+		}
+		pid, err := node.ContainerPID(f[1])
+		if err != nil {
+			t.Fatalf("%s container pid: %v", f[0], err)
+		}
+		kib, err := framework.RSSKiB(pid)
+		if err != nil || kib == 0 {
+			t.Fatalf("%s RSS: %d KiB, %v", f[0], kib, err)
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f MiB", f[0], float64(kib)/1024))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// resyncWrites makes capn sync a Ready, unchanged cluster (a metadata-only
+// edit of the NestedCluster is an update event that changes nothing capn
+// renders) and checks, on capn's own counters and on every management
+// object's resourceVersion, that the sync wrote nothing.
+func resyncWrites(t *testing.T, c *framework.Cluster, servingCA *framework.CA, k, admin framework.Kubectl, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := mgmtNamespace(name)
+	versions := func() string {
+		cols := "custom-columns=K:.kind,N:.metadata.name,RV:.metadata.resourceVersion"
+		return admin.MustRun(t, "", "get", "namespace", ns, "-o", cols, "--no-headers") +
+			admin.MustRun(t, "", "get", "secrets,configmaps,services,deployments,statefulsets,poddisruptionbudgets",
+				"-n", ns, "-o", cols, "--no-headers")
+	}
+	before := capnMetrics(ctx, t, c, servingCA)
+	syncs0 := promLabelled(before, "capn_provisioner_syncs_total", "result", "success")
+	writes0, _ := promValue(before, "capn_provisioner_management_writes_total")
+	rv0 := versions()
+	k.MustRun(t, "", "annotate", "nc", name, "e2e.capn.dev/resync="+time.Now().Format("150405.000"), "--overwrite")
+	var after string
+	framework.Eventually(t, time.Minute, "capn to sync "+name+" after the edit", func() (bool, string) {
+		after = capnMetrics(ctx, t, c, servingCA)
+		s := promLabelled(after, "capn_provisioner_syncs_total", "result", "success")
+		return s > syncs0, fmt.Sprintf("successful syncs %v, was %v", s, syncs0)
+	})
+	writes1, _ := promValue(after, "capn_provisioner_management_writes_total")
+	if writes1 != writes0 {
+		t.Errorf("a resync of Ready %s wrote %v times to the management cluster", name, writes1-writes0)
+	}
+	if rv1 := versions(); rv1 != rv0 {
+		t.Errorf("management objects changed on resync:\nbefore:\n%s\nafter:\n%s", rv0, rv1)
+	}
+	syncs1 := promLabelled(after, "capn_provisioner_syncs_total", "result", "success")
+	return fmt.Sprintf("%v syncs, %v management writes (capn counters), resourceVersions unchanged: %v",
+		syncs1-syncs0, writes1-writes0, !t.Failed())
+}
+
+func dumpProvisioner(t *testing.T, admin framework.Kubectl, cases []tenantCase) {
+	for _, tc := range cases {
+		ns := mgmtNamespace(tc.name)
+		for _, args := range [][]string{
+			{"get", "pods", "-n", ns, "-o", "wide"},
+			{"describe", "nc", tc.name, "-n", "default"},
+			{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
+		} {
+			r := admin.Run("", args...)
+			t.Logf("kubectl %s:\n%s%s", strings.Join(args, " "), r.Stdout, r.Stderr)
+		}
+		pods := admin.Run("", "get", "pods", "-n", ns, "-o", "name")
+		for _, p := range strings.Fields(pods.Stdout) {
+			r := admin.Run("", "logs", "-n", ns, p, "--all-containers", "--tail=30")
+			t.Logf("kubectl logs %s:\n%s%s", p, r.Stdout, r.Stderr)
+		}
+	}
+	r := admin.Run("", "logs", "-n", framework.CapnNamespace, "-l", framework.CapnPodSelector, "--tail=80")
+	t.Logf("capn logs:\n%s%s", r.Stdout, r.Stderr)
+	r = admin.Run("", "get", "pods", "-n", externalEtcdNS, "-o", "wide")
+	t.Logf("external etcd:\n%s%s", r.Stdout, r.Stderr)
+}
+

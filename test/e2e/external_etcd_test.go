@@ -1,0 +1,183 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/cert"
+
+	"capn.dev/capn/pkg/provisioner/builders"
+	"capn.dev/capn/test/framework"
+)
+
+// externalEtcd is an etcd the test runs itself, as an etcd operator or a
+// managed service would, in its own namespace of the management cluster:
+// TLS on, client certificates required.
+type externalEtcd struct {
+	Endpoint string
+	// CASecret and ClientSecret are what a tenant creates in its own
+	// namespace and names in spec.etcd.external.
+	CASecret, ClientSecret string
+}
+
+const externalEtcdNS = "external-etcd"
+
+// startExternalEtcd runs it and puts the client credentials in tenantNS.
+func startExternalEtcd(t *testing.T, c *framework.Cluster, tenantNS string) externalEtcd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	core := c.Client.CoreV1()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("external etcd: %s: %v", what, err)
+		}
+	}
+	_, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: externalEtcdNS}}, metav1.CreateOptions{})
+	must("namespace", err)
+	labels := map[string]string{"app": "external-etcd"}
+	svc, err := core.Services(externalEtcdNS).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd"},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}},
+	}, metav1.CreateOptions{})
+	must("service", err)
+	ip := svc.Spec.ClusterIP
+
+	// The serving certificate needs the ClusterIP, so the Service comes first.
+	ca, err := framework.NewCA(t.TempDir(), "external-etcd-ca")
+	must("CA", err)
+	serving, err := ca.Issue("etcd-serving", cert.Config{CommonName: "etcd",
+		AltNames: cert.AltNames{DNSNames: []string{"etcd." + externalEtcdNS + ".svc"}, IPs: []net.IP{net.ParseIP(ip)}},
+		Usages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	must("serving certificate", err)
+	client, err := ca.ClientCert("tenant-apiserver")
+	must("client certificate", err)
+	_, err = core.Secrets(externalEtcdNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "etcd-tls"},
+		Data: map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": serving.CertPEM, "tls.key": serving.KeyPEM}}, metav1.CreateOptions{})
+	must("server secret", err)
+
+	uid := int64(65532)
+	_, err = core.Pods(externalEtcdNS).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd", Labels: labels},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid},
+			Containers: []corev1.Container{{
+				Name: "etcd", Image: builders.DefaultEtcdImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"etcd"},
+				Args: []string{"--name=external", "--data-dir=/var/lib/etcd",
+					"--listen-client-urls=https://0.0.0.0:2379", "--advertise-client-urls=https://" + net.JoinHostPort(ip, "2379"),
+					"--cert-file=/tls/tls.crt", "--key-file=/tls/tls.key", "--trusted-ca-file=/tls/ca.crt", "--client-cert-auth=true",
+					"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+					"--initial-cluster=external=http://127.0.0.1:2380", "--listen-metrics-urls=http://0.0.0.0:2381"},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: "/health", Port: intOrString(2381)}}, PeriodSeconds: 2},
+				VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}, {Name: "data", MountPath: "/var/lib/etcd"}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls", DefaultMode: ptrInt32(0o440)}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	must("pod", err)
+
+	x := externalEtcd{Endpoint: "https://" + net.JoinHostPort(ip, "2379"), CASecret: "ext-etcd-ca", ClientSecret: "ext-etcd-client"}
+	_, err = core.Secrets(tenantNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: x.CASecret},
+		Data: map[string][]byte{"ca.crt": ca.CertPEM}}, metav1.CreateOptions{})
+	must("tenant CA secret", err)
+	_, err = core.Secrets(tenantNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: x.ClientSecret},
+		Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": client.CertPEM, "tls.key": client.KeyPEM}}, metav1.CreateOptions{})
+	must("tenant client secret", err)
+
+	framework.Eventually(t, 2*time.Minute, "the external etcd pod Ready", func() (bool, string) {
+		p, err := core.Pods(externalEtcdNS).Get(ctx, "etcd", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("phase %s %v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	t.Logf("external etcd at %s", x.Endpoint)
+	return x
+}
+
+// externalEtcdPuts reads etcd_mvcc_put_total from the external etcd's
+// metrics port (plain HTTP on the pod IP, from the host): a tenant
+// apiserver that stores its objects there drives it up.
+func externalEtcdPuts(t *testing.T, c *framework.Cluster) float64 {
+	t.Helper()
+	p, err := c.Client.CoreV1().Pods(externalEtcdNS).Get(context.Background(), "etcd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("external etcd pod: %v", err)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + net.JoinHostPort(p.Status.PodIP, "2381") + "/metrics")
+	if err != nil {
+		t.Fatalf("external etcd metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := promValue(string(body), "etcd_mvcc_put_total")
+	if !ok {
+		t.Fatalf("external etcd metrics lack etcd_mvcc_put_total")
+	}
+	return v
+}
+
+// promValue sums the samples of metric name (any labels) in a Prometheus
+// text exposition.
+func promValue(text, name string) (float64, bool) {
+	sum, found := 0.0, false
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum, found = sum+v, true
+		}
+	}
+	return sum, found
+}
+
+// promLabelled is the value of the one sample of name with label="value".
+func promLabelled(text, name, label, value string) float64 {
+	v, _ := promValue(filterLines(text, name+"{"+label+"=\""+value+"\""), name)
+	return v
+}
+
+func filterLines(text, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func intOrString(port int) intstr.IntOrString { return intstr.FromInt32(int32(port)) }
+
+func ptrInt32(v int32) *int32 { return &v }
