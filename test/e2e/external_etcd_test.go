@@ -52,7 +52,7 @@ func startExternalEtcd(t *testing.T, c *framework.Cluster, tenantNS string) exte
 	labels := map[string]string{"app": "external-etcd"}
 	svc, err := core.Services(externalEtcdNS).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd"},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}},
 	}, metav1.CreateOptions{})
 	must("service", err)
 	ip := svc.Spec.ClusterIP

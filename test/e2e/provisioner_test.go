@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/test/framework"
@@ -252,4 +251,3 @@ func dumpProvisioner(t *testing.T, admin framework.Kubectl, cases []tenantCase) 
 	r = admin.Run("", "get", "pods", "-n", externalEtcdNS, "-o", "wide")
 	t.Logf("external etcd:\n%s%s", r.Stdout, r.Stderr)
 }
-
