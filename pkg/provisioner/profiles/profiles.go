@@ -155,6 +155,7 @@ var Overridable = map[string][]string{
 	provisioner.ComponentAPIServer: {
 		"advertise-address", "allow-privileged", "enable-admission-plugins",
 		"enable-aggregator-routing", "kubelet-preferred-address-types", "profiling",
+		"shutdown-delay-duration", "shutdown-send-retry-after",
 	},
 	provisioner.ComponentControllerManager: {
 		"allocate-node-cidrs", "controllers", "profiling", "use-service-account-credentials",

@@ -66,6 +66,14 @@ func apiServerFlags(in Params) Flags {
 		"allow-privileged":         "true",
 		"enable-admission-plugins": "NodeRestriction",
 		"profiling":                "false",
+
+		// Rolling the apiserver must not fail a tenant request. On SIGTERM
+		// it keeps serving while /readyz fails, long enough for the
+		// Service to drop the pod (kube-proxy syncs within ~1s), and then
+		// answers late requests with 429 + Retry-After, which clients retry,
+		// instead of resetting them. The pod's grace period (30s) covers it.
+		"shutdown-delay-duration":   "5s",
+		"shutdown-send-retry-after": "true",
 	}
 }
 

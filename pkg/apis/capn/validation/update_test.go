@@ -80,6 +80,15 @@ func TestValidateNestedClusterUpdate(t *testing.T) {
 			&wantErr{"spec.version", field.ErrorTypeForbidden, "in progress"}},
 		{"rollback to from during upgrade", func(old *capn.NestedCluster) { upgrading(old, "v1.36.3", "v1.37.2") },
 			func(nc *capn.NestedCluster) { nc.Spec.Version = "v1.36.3" }, nil},
+		{"upgrade with a flag the target removed", func(old *capn.NestedCluster) {
+			old.Spec.Version = "v1.36.3"
+			old.Spec.ControllerManager.ExtraArgs = map[string]string{"concurrent-service-syncs": "2"}
+		}, func(nc *capn.NestedCluster) { nc.Spec.Version = "v1.37.2" },
+			&wantErr{"spec.controllerManager.extraArgs[concurrent-service-syncs]", field.ErrorTypeForbidden, "kube-controller-manager 1.37 removed this flag; remove it (before upgrading to v1.37.2)"}},
+		{"that flag on the version that still has it", func(old *capn.NestedCluster) { old.Spec.Version = "v1.36.3" },
+			func(nc *capn.NestedCluster) {
+				nc.Spec.ControllerManager.ExtraArgs = map[string]string{"concurrent-service-syncs": "2"}
+			}, nil},
 		{"rollback after upgrade finished", func(old *capn.NestedCluster) {
 			upgrading(old, "v1.36.3", "v1.37.2")
 			old.Status.Upgrade.FinishedAt = &started

@@ -5,12 +5,15 @@ package validation
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/versions"
 )
 
 // MaxNameLength caps NestedCluster names. Every object capn creates for a
@@ -71,6 +74,35 @@ func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateAPIServer(&spec.APIServer, fldPath.Child("apiServer"))...)
 	allErrs = append(allErrs, validateComponent(&spec.ControllerManager, componentControllerManager, fldPath.Child("controllerManager"))...)
 	allErrs = append(allErrs, validateComponent(&spec.Scheduler, componentScheduler, fldPath.Child("scheduler"))...)
+	allErrs = append(allErrs, validateRemovedFlags(spec, fldPath)...)
+	return allErrs
+}
+
+// validateRemovedFlags refuses extraArgs the spec's version no longer
+// accepts. On an upgrade the error names the flag, so the user removes it
+// first instead of meeting a crash-looping component halfway through.
+func validateRemovedFlags(spec *capn.NestedClusterSpec, fldPath *field.Path) field.ErrorList {
+	v, err := versions.Parse(spec.Version)
+	if err != nil {
+		return nil // reported by validateVersion
+	}
+	var allErrs field.ErrorList
+	for _, c := range []struct {
+		name string
+		args map[string]string
+		path *field.Path
+	}{
+		{componentAPIServer, spec.APIServer.ExtraArgs, fldPath.Child("apiServer", "extraArgs")},
+		{componentControllerManager, spec.ControllerManager.ExtraArgs, fldPath.Child("controllerManager", "extraArgs")},
+		{componentScheduler, spec.Scheduler.ExtraArgs, fldPath.Child("scheduler", "extraArgs")},
+	} {
+		for _, k := range slices.Sorted(maps.Keys(c.args)) {
+			if m := versions.FlagRemoved(v, c.name, k); m != 0 {
+				allErrs = append(allErrs, field.Forbidden(c.path.Key(k),
+					fmt.Sprintf("%s 1.%d removed this flag; remove it (before upgrading to %s)", c.name, m, spec.Version)))
+			}
+		}
+	}
 	return allErrs
 }
 
