@@ -77,7 +77,7 @@ test-e2e: deps build tools images ## Real capn-apiserver + pinned kubectl: stand
 	CAPN_APISERVER=$(BIN)/capn-apiserver KUBECTL_NESTED=$(BIN)/kubectl-nested $(CLUSTER_ENV) \
 	KWOK=$$(hack/build-tools.sh --print-path kwok) \
 	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
-		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 20m ./test/e2e/...
+		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 45m ./test/e2e/...
 
 .PHONY: bench
 bench: ## Benchmarks (validation, conversion, storage round trips).

@@ -54,7 +54,9 @@ devcluster ready in $((SECONDS - begin))s: control plane + node $(sed -n 's/^nod
 
   export KUBECONFIG=${STATE_DIR}/admin.kubeconfig
   kubectl create -f artifacts/examples/nestedcluster.yaml
-  kubectl get nestedclusters
+  kubectl wait nc/demo --for=condition=Ready --timeout=5m
+  PATH=\$PWD/_output/bin:\$PATH kubectl nested kubeconfig demo > demo.kubeconfig
+  kubectl --kubeconfig demo.kubeconfig get --raw /readyz
 
 kubectl on PATH may be older than the cluster; the pinned one is
   \$(hack/build-tools.sh --print-path kubectl)
