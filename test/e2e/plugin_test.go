@@ -30,18 +30,7 @@ func TestPluginThroughKubectl(t *testing.T) {
 	srv, k := startStandalone(t)
 
 	nested := func(args ...string) (string, string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		// Global flags go after the plugin name: kubectl only looks plugins
-		// up when the first arguments are not flags.
-		cmd := exec.CommandContext(ctx, k.Bin, append([]string{"nested"}, append(args, "--namespace=default")...)...)
-		cmd.Env = append(os.Environ(),
-			"KUBECONFIG="+srv.Kubeconfig,
-			"PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		return out.String(), errb.String(), err
+		return runNested(k.Bin, plugin, srv.Kubeconfig, time.Minute, append(args, "--namespace=default")...)
 	}
 	mustNested := func(t *testing.T, args ...string) string {
 		t.Helper()
@@ -142,4 +131,20 @@ func TestPluginThroughKubectl(t *testing.T) {
 			t.Fatalf("kubeconfig error: %s", errOut)
 		}
 	})
+}
+
+// runNested runs `kubectl nested ARGS` the way a user does: kubectl finds
+// the plugin on PATH. Global flags must come after the plugin name (in
+// args): kubectl only looks plugins up when the first arguments are not
+// flags.
+func runNested(kubectl, plugin, kubeconfig string, timeout time.Duration, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectl, append([]string{"nested"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig,
+		"PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
 }

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,20 +31,12 @@ func tenantKubeconfig(t *testing.T, k framework.Kubectl, plugin, name, user stri
 	t.Helper()
 	var out string
 	if plugin != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, k.Bin, "nested", "kubeconfig", name, "--expiration=30m", "--as="+user, "--namespace="+k.Namespace)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+k.Kubeconfig,
-			"PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-		b, err := cmd.Output()
+		stdout, stderr, err := runNested(k.Bin, plugin, k.Kubeconfig, time.Minute,
+			"kubeconfig", name, "--expiration=30m", "--as="+user, "--namespace="+k.Namespace)
 		if err != nil {
-			var stderr string
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
 			t.Fatalf("kubectl nested kubeconfig %s --as=%s: %v\n%s", name, user, err, stderr)
 		}
-		out = string(b)
+		out = stdout
 	} else {
 		body := `{"apiVersion":"capn.dev/v1alpha1","kind":"NestedClusterKubeconfigRequest","spec":{"expirationSeconds":1800}}`
 		raw := k.MustRun(t, body, "create", "--raw", kubeconfigPath(k.Namespace, name), "-f", "-", "--as="+user)

@@ -3,13 +3,9 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,15 +51,7 @@ func startUpgradeEnv(t *testing.T) *upgradeEnv {
 // nested runs `kubectl nested ARGS` as a user would: kubectl finds the
 // plugin on PATH.
 func (e *upgradeEnv) nested(timeout time.Duration, args ...string) (string, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e.kubectl, append([]string{"nested"}, append(args, "--namespace=default")...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.c.AdminKubeconfig,
-		"PATH="+filepath.Dir(e.plugin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.String(), errb.String(), err
+	return runNested(e.kubectl, e.plugin, e.c.AdminKubeconfig, timeout, append(args, "--namespace=default")...)
 }
 
 // create makes a NestedCluster from manifest and waits for Ready.
