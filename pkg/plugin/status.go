@@ -79,30 +79,27 @@ func printStatus(out io.Writer, nc *v1alpha1.NestedCluster) error {
 		"Phase:     " + dash(string(nc.Status.Phase)),
 		"Endpoint:  " + dash(nc.Status.Endpoint),
 	}
-	if u := nc.Status.Upgrade; u != nil {
-		state := "in progress"
-		if u.FinishedAt != nil {
-			state = "finished"
-		} else if u.Component != "" {
-			state = "rolling " + u.Component
-		}
-		lines = append(lines, fmt.Sprintf("Upgrade:   %s -> %s (%s)", u.From, u.To, state))
+	if err := printLines(out, lines); err != nil {
+		return err
 	}
-	if len(nc.Status.Conditions) == 0 {
-		lines = append(lines, "Conditions: <none>")
-	} else {
-		lines = append(lines, "Conditions:")
-		for _, c := range nc.Status.Conditions {
-			l := fmt.Sprintf("  %s=%s", c.Type, c.Status)
-			if c.Reason != "" {
-				l += " (" + c.Reason + ")"
-			}
-			if c.Message != "" {
-				l += ": " + c.Message
-			}
-			lines = append(lines, l)
-		}
+	shown, err := printUpgrade(out, nc)
+	if err != nil {
+		return err
 	}
+	lines = nil
+	for _, c := range nc.Status.Conditions {
+		if shown && (c.Type == conditionProgressing || c.Type == conditionDegraded) {
+			continue // in the upgrade section
+		}
+		lines = append(lines, "  "+c.Type+"="+describeCondition(&c))
+	}
+	if len(lines) == 0 {
+		return printLines(out, []string{"Conditions: <none>"})
+	}
+	return printLines(out, append([]string{"Conditions:"}, lines...))
+}
+
+func printLines(out io.Writer, lines []string) error {
 	for _, l := range lines {
 		if _, err := fmt.Fprintln(out, l); err != nil {
 			return err

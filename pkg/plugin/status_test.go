@@ -65,3 +65,66 @@ func TestStatusExternalEtcdAndErrors(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestStatusUpgradeSteps(t *testing.T) {
+	nc := rolling(oldV, newV, "kube-controller-manager", -1,
+		step("kube-apiserver", newV, 0, 41), step("kube-controller-manager", newV, 41, -1))
+	nc.Status.Conditions = []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "ComponentsNotReady"},
+		{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "UpgradingKubeControllerManager", Message: "kube-controller-manager: rolling out v1.37.2"},
+		{Type: "Degraded", Status: metav1.ConditionTrue, Reason: "KubeControllerManagerPodsNotReady", Message: "pod kcm-1: CrashLoopBackOff"},
+	}
+	out, err := run(t, newFake(nc), "status", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The upgrade section follows Endpoint; compare with runs of blanks squeezed.
+	got := squeeze(out[strings.Index(out, "Upgrade:"):])
+	want := squeeze(`Upgrade: v1.36.3 -> v1.37.2 (rolling kube-controller-manager)
+  Component: kube-controller-manager
+  Started: 2026-01-02T10:00:00Z
+  Finished: -
+  Progressing: True (UpgradingKubeControllerManager): kube-controller-manager: rolling out v1.37.2
+  Degraded: True (KubeControllerManagerPodsNotReady): pod kcm-1: CrashLoopBackOff
+  STEP COMPONENT VERSION STARTED FINISHED DURATION
+  1 kube-apiserver v1.37.2 2026-01-02T10:00:00Z 2026-01-02T10:00:41Z 41s
+  2 kube-controller-manager v1.37.2 2026-01-02T10:00:41Z - in progress
+Conditions:
+  Ready=False (ComponentsNotReady)
+`)
+	if got != want {
+		t.Fatalf("upgrade section:\n%s\nwant:\n%s", got, want)
+	}
+
+	// A finished rollback: the abandoned forward step never finished.
+	back := rolling(newV, oldV, "", 100, step("kube-apiserver", newV, 0, 41), step("kube-controller-manager", newV, 41, -1),
+		step("kube-controller-manager", oldV, 50, 70), step("kube-apiserver", oldV, 70, 100))
+	out, err = run(t, newFake(back), "status", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Upgrade: v1.37.2 -> v1.36.3 (rollback, finished)",
+		"Component: -",
+		"Finished: 2026-01-02T10:01:40Z (took 1m40s)",
+		"2 kube-controller-manager v1.37.2 2026-01-02T10:00:41Z - interrupted",
+		"4 kube-apiserver v1.36.3 2026-01-02T10:01:10Z 2026-01-02T10:01:40Z 30s",
+	} {
+		if !strings.Contains(squeeze(out), "\n"+want+"\n") {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// Without status.upgrade there is no upgrade section.
+	if out, _ := run(t, newFake(demo()), "status", "demo"); strings.Contains(out, "Upgrade:") || strings.Contains(out, "STEP") {
+		t.Errorf("upgrade section without status.upgrade:\n%s", out)
+	}
+}
+
+// squeeze trims each line and collapses its runs of blanks to one space.
+func squeeze(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(lines, "\n")
+}

@@ -29,7 +29,9 @@ func newCmdUpgrade(c *common) *cobra.Command {
 		Use:   "upgrade NAME --to VERSION [--wait] [--timeout DURATION]",
 		Short: "Request an ordered upgrade of a NestedCluster's control plane",
 		Long: "Request an ordered upgrade (POST nestedclusters/NAME/upgrade). The server applies the\n" +
-			"skew policy. With --wait, follow status.upgrade until every component runs VERSION.",
+			"skew policy. With --wait, follow status.upgrade until every component runs VERSION,\n" +
+			"printing a line as each component's step starts and finishes, then a summary. The wait\n" +
+			"fails at once if the Degraded condition turns True or the upgrade is rolled back.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.to == "" {
@@ -75,36 +77,18 @@ func (o *upgradeOptions) run(ctx context.Context, name string) error {
 	return waitForUpgrade(ctx, ncs, nc, o.to, func(format string, a ...any) { fmt.Fprintf(o.Out, format, a...) })
 }
 
-// waitForUpgrade follows the NestedCluster from nc on, printing a line
-// whenever the phase or the component being rolled changes, until
-// status.upgrade is finished and every upgraded component runs target.
+// waitForUpgrade follows the NestedCluster from nc (the answer to the
+// upgrade request) on, printing a line as each component's step starts and
+// finishes, until status.upgrade has finished and every upgraded component
+// runs target. It stops early, with an error, when the Degraded condition
+// turns True or the upgrade is rolled back.
 func waitForUpgrade(ctx context.Context, ncs typedv1alpha1.NestedClusterInterface, nc *v1alpha1.NestedCluster, target string, printf func(string, ...any)) error {
-	var lastPhase v1alpha1.NestedClusterPhase
-	lastComponent := "\x00"
-	check := func(nc *v1alpha1.NestedCluster) (bool, error) {
-		component := ""
-		if u := nc.Status.Upgrade; u != nil {
-			component = u.Component
-		}
-		if nc.Status.Phase != lastPhase || component != lastComponent {
-			lastPhase, lastComponent = nc.Status.Phase, component
-			line := fmt.Sprintf("%s: phase %s", objectName(nc.Name), orNone(string(nc.Status.Phase)))
-			if component != "" {
-				line += ", upgrading " + component
-			}
-			printf("%s\n", line)
-		}
-		if nc.Status.Phase == v1alpha1.PhaseDegraded {
-			return false, fmt.Errorf("%s is Degraded: %s", objectName(nc.Name), degradedMessage(nc))
-		}
-		return upgradeDone(nc, target), nil
-	}
-
-	if done, err := check(nc); done || err != nil {
-		if done {
-			printf("%s upgraded to %s\n", objectName(nc.Name), target)
-		}
+	p := newUpgradeProgress(nc, target, printf)
+	if done, err := p.observe(nc); done || err != nil {
 		return err
+	}
+	timedOut := func() error {
+		return fmt.Errorf("timed out waiting for %s to reach %s", objectName(nc.Name), target)
 	}
 	rv := nc.ResourceVersion
 	for {
@@ -114,7 +98,7 @@ func waitForUpgrade(ctx context.Context, ncs typedv1alpha1.NestedClusterInterfac
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("timed out waiting for %s to reach %s", objectName(nc.Name), target)
+				return timedOut()
 			}
 			return err
 		}
@@ -123,7 +107,7 @@ func waitForUpgrade(ctx context.Context, ncs typedv1alpha1.NestedClusterInterfac
 			for {
 				select {
 				case <-ctx.Done():
-					return false, fmt.Errorf("timed out waiting for %s to reach %s", objectName(nc.Name), target)
+					return false, timedOut()
 				case ev, ok := <-w.ResultChan():
 					if !ok {
 						return false, nil // closed: watch again from rv
@@ -143,10 +127,7 @@ func waitForUpgrade(ctx context.Context, ncs typedv1alpha1.NestedClusterInterfac
 						continue
 					}
 					rv = cur.ResourceVersion
-					if done, err := check(cur); done || err != nil {
-						if done {
-							printf("%s upgraded to %s\n", objectName(cur.Name), target)
-						}
+					if done, err := p.observe(cur); done || err != nil {
 						return done, err
 					}
 				}
@@ -165,37 +146,5 @@ func upgradeDone(nc *v1alpha1.NestedCluster, target string) bool {
 	if u == nil || u.To != target || u.FinishedAt == nil {
 		return false
 	}
-	for _, c := range []v1alpha1.ComponentStatus{nc.Status.APIServer, nc.Status.ControllerManager, nc.Status.Scheduler} {
-		if c.Version != target {
-			return false
-		}
-	}
-	return true
-}
-
-// degradedMessage prefers the Ready condition's message, then any false one's.
-func degradedMessage(nc *v1alpha1.NestedCluster) string {
-	msg := ""
-	for _, c := range nc.Status.Conditions {
-		if c.Status == metav1.ConditionTrue || c.Message == "" {
-			continue
-		}
-		if c.Type == "Ready" {
-			return c.Message
-		}
-		if msg == "" {
-			msg = fmt.Sprintf("%s: %s", c.Type, c.Message)
-		}
-	}
-	if msg == "" {
-		msg = "no condition explains why"
-	}
-	return msg
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
+	return allRun(nc, target)
 }
