@@ -93,6 +93,40 @@ func TestCapnOnNode(t *testing.T) {
 	})
 	recovered := time.Since(restarted)
 
+	// capn was killed while it provisioned demo: the new pod must converge
+	// on exactly one control plane, with nothing duplicated or left over.
+	framework.Eventually(t, 5*time.Minute, "demo Ready after the capn restart", func() (bool, string) {
+		r := k.Run("", "get", "nc", "demo", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return r.Stdout == "True", r.Stdout + r.Stderr
+	})
+	readyAfterRestart := time.Since(restarted)
+	mgmtNS := mgmtNamespace("demo")
+	objects := admin.MustRun(t, "", "get", "statefulsets,deployments,replicasets,pods", "-n", mgmtNS, "-o", "name")
+	counts := map[string]int{}
+	for _, o := range strings.Fields(objects) {
+		counts[strings.SplitN(o, "/", 2)[0]]++
+	}
+	// One ReplicaSet per Deployment: the restarted provisioner re-rendered
+	// identical templates (same spec hash), so nothing rolled.
+	want := map[string]int{"statefulset.apps": 1, "deployment.apps": 3, "replicaset.apps": 3, "pod": 4}
+	for kind, n := range want {
+		if counts[kind] != n {
+			t.Errorf("after the restart %s has %d %s, want %d:\n%s", mgmtNS, counts[kind], kind, n, objects)
+		}
+	}
+
+	// Someone deletes the management namespace by hand: capn sees it go
+	// (it watches what it created) and builds the control plane again.
+	nsUID := admin.MustRun(t, "", "get", "namespace", mgmtNS, "-o", "jsonpath={.metadata.uid}")
+	deletedNS := time.Now()
+	admin.MustRun(t, "", "delete", "namespace", mgmtNS, "--wait=false")
+	framework.Eventually(t, 6*time.Minute, "the management namespace recreated and demo Ready again", func() (bool, string) {
+		ns := admin.Run("", "get", "namespace", mgmtNS, "-o", "jsonpath={.metadata.uid}")
+		r := k.Run("", "get", "nc", "demo", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return ns.Err == nil && ns.Stdout != nsUID && r.Stdout == "True", "namespace uid " + ns.Stdout + ns.Stderr + ", Ready=" + r.Stdout
+	})
+	repaired := time.Since(deletedNS)
+
 	testClusterIPNeedsFrontProxy(ctx, t, c, servingCA)
 
 	rss := "unknown"
@@ -103,9 +137,9 @@ func TestCapnOnNode(t *testing.T) {
 			rss = fmt.Sprintf("%.1f MiB", float64(kib)/1024)
 		}
 	}
-	t.Logf("numbers: node Ready %s | pause Deployment(2) Ready %s after apply | capn pod Ready %s after apply | APIService Available %s after apply | restart recovered in %s | capn RSS %s",
+	t.Logf("numbers: node Ready %s | pause Deployment(2) Ready %s after apply | capn pod Ready %s after apply | APIService Available %s after apply | restart recovered in %s | demo Ready %s after the restart | namespace deleted by hand repaired in %s | capn RSS %s",
 		node.Ready.Round(time.Millisecond), pauseReady.Round(time.Millisecond), capnReady.Round(time.Millisecond),
-		available.Round(time.Millisecond), recovered.Round(time.Millisecond), rss)
+		available.Round(time.Millisecond), recovered.Round(time.Millisecond), readyAfterRestart.Round(time.Millisecond), repaired.Round(time.Millisecond), rss)
 }
 
 // testClusterIPNeedsFrontProxy calls capn-apiserver through its Service's
