@@ -81,7 +81,7 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 		}
 	}
 	c.reportApplied(ctx, nc, applied)
-	return nil
+	return c.prune(ctx, nc, in, objs)
 }
 
 func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {

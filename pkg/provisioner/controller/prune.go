@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/builders"
+)
+
+// prunable are the objects the builders render only sometimes: a
+// PodDisruptionBudget exists while its component has more than one replica.
+// Left behind after a scale to 1, it would block every voluntary eviction
+// of the only pod (minAvailable 1 of 1), so it is deleted.
+var prunable = []string{provisioner.EtcdName, provisioner.APIServerName, provisioner.ControllerManagerName, provisioner.SchedulerName}
+
+// prune deletes the prunable objects that rendered no longer contains.
+// Only objects labelled as capn's are touched.
+func (c *Controller) prune(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, rendered []builders.Object) error {
+	want := map[string]bool{}
+	for _, o := range rendered {
+		if _, ok := o.(*policyv1.PodDisruptionBudget); ok {
+			want[o.GetName()] = true
+		}
+	}
+	ns := provisioner.ManagementNamespace(in)
+	for _, name := range prunable {
+		if want[name] {
+			continue
+		}
+		proto := &policyv1.PodDisruptionBudget{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		live, err := c.mgmt.Get(ctx, proto)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("getting PodDisruptionBudget %s: %w", name, err)
+		}
+		if live.GetLabels()[provisioner.ManagedByLabel] != provisioner.ManagedByValue {
+			continue
+		}
+		if err := c.mgmt.Delete(ctx, proto); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting PodDisruptionBudget %s: %w", name, err)
+		}
+		klog.FromContext(ctx).Info("Pruned object no longer rendered", "kind", "PodDisruptionBudget", "name", name)
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, "Pruned", "deleted PodDisruptionBudget/%s: %s runs a single replica", name, name)
+	}
+	return nil
+}
