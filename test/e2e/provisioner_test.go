@@ -125,7 +125,7 @@ func TestProvisionerOnNode(t *testing.T) {
 		t.Errorf("capn runs an etcd for the external-etcd tenant: %s", out)
 	}
 
-	rss := tenantRSS(t, admin, node, mgmtNamespace("demo"))
+	rss := tenantRSS(t, c, admin, node, mgmtNamespace("demo"))
 	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
 
 	deleted := time.Now()
@@ -166,9 +166,17 @@ func mgmtNamespace(name string) string {
 	return provisioner.ManagementNamespace(nc)
 }
 
-// tenantRSS reads each tenant container's resident memory on the node.
-func tenantRSS(t *testing.T, admin framework.Kubectl, node *framework.Node, ns string) string {
+// tenantRSS reads each tenant container's resident memory on the node, with
+// the same component of the management control plane (a host process
+// serving a whole cluster with a node and capn) as the baseline.
+func tenantRSS(t *testing.T, c *framework.Cluster, admin framework.Kubectl, node *framework.Node, ns string) string {
 	t.Helper()
+	baseline := map[string]int{}
+	for _, p := range c.Processes {
+		if kib, err := framework.RSSKiB(p.PID()); err == nil {
+			baseline[p.Name] = kib
+		}
+	}
 	out := admin.MustRun(t, "", "get", "pods", "-n", ns, "--no-headers", "-o",
 		"custom-columns=C:.metadata.labels.capn\\.dev/component,ID:.status.containerStatuses[0].containerID")
 	var parts []string
@@ -185,7 +193,11 @@ func tenantRSS(t *testing.T, admin framework.Kubectl, node *framework.Node, ns s
 		if err != nil || kib == 0 {
 			t.Fatalf("%s RSS: %d KiB, %v", f[0], kib, err)
 		}
-		parts = append(parts, fmt.Sprintf("%s %.0f MiB", f[0], float64(kib)/1024))
+		part := fmt.Sprintf("%s %.0f MiB", f[0], float64(kib)/1024)
+		if b := baseline[f[0]]; b > 0 {
+			part += fmt.Sprintf(" (%.2fx the management %s's %.0f MiB)", float64(kib)/float64(b), f[0], float64(b)/1024)
+		}
+		parts = append(parts, part)
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
