@@ -3,32 +3,25 @@
 package framework
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 )
 
 // Standalone is a capn-apiserver process in --standalone mode with its own
 // embedded etcd and admin kubeconfig.
 type Standalone struct {
+	*Process
 	URL        string
 	Kubeconfig string
 	Dir        string
 	// StartupTime is from exec to the first successful /readyz.
 	StartupTime time.Duration
-
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-	err    error
 }
 
 // FreePort asks the kernel for a free loopback port.
@@ -43,8 +36,8 @@ func FreePort(t TB) int {
 }
 
 // StartStandalone runs bin in dir (reusing its etcd data if present) and
-// waits until it is ready. The process is stopped at test cleanup, and its
-// log is printed if the test failed.
+// waits until it is ready. StartProcess stops it at test cleanup and prints
+// its log tail if the test failed.
 func StartStandalone(t TB, bin, dir string) *Standalone {
 	t.Helper()
 	port := FreePort(t)
@@ -52,105 +45,38 @@ func StartStandalone(t TB, bin, dir string) *Standalone {
 		URL:        "https://127.0.0.1:" + strconv.Itoa(port),
 		Kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
 		Dir:        dir,
-		log:        filepath.Join(dir, fmt.Sprintf("capn-apiserver-%d.log", port)),
 	}
-	logFile, err := os.Create(s.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cmd = exec.Command(bin, "--standalone",
+	s.Process = StartProcess(t, dir, fmt.Sprintf("capn-apiserver-%d", port), bin, "--standalone",
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+filepath.Join(dir, "certs"),
 		"--admin-kubeconfig="+s.Kubeconfig,
 		"--embedded-etcd-data-dir="+filepath.Join(dir, "etcd"))
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	start := time.Now()
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	s.exited = make(chan struct{})
-	go func() { s.err = s.cmd.Wait(); logFile.Close(); close(s.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = s.cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-s.exited:
-			case <-time.After(30 * time.Second):
-				_ = s.cmd.Process.Kill()
-				<-s.exited
-			}
-		}
-		if t.Failed() {
-			s.DumpLog(t)
-		}
-	})
 
 	// Readiness is polled without credentials: /readyz is the one path
 	// capn serves to anonymous callers, exactly as a kubelet probe would.
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness only, no data
 	}}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	for {
-		resp, err := client.Get(s.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				if _, err := os.Stat(s.Kubeconfig); err == nil {
-					break
-				}
-			}
-		}
-		select {
-		case <-s.exited:
-			s.DumpLog(t)
-			t.Fatalf("capn-apiserver exited before becoming ready: %v", s.err)
-		case <-ctx.Done():
-			s.DumpLog(t)
-			t.Fatalf("capn-apiserver not ready within 90s")
-		case <-time.After(100 * time.Millisecond):
-		}
+	d, err := s.WaitHealthy(client, s.URL+"/readyz", 90*time.Second)
+	if err != nil {
+		s.DumpTail(t)
+		t.Fatalf("capn-apiserver standalone: %v", err)
 	}
-	s.StartupTime = time.Since(start)
+	// The kubeconfig is written before the server listens.
+	if _, err := os.Stat(s.Kubeconfig); err != nil {
+		t.Fatalf("capn-apiserver is ready but wrote no admin kubeconfig: %v", err)
+	}
+	s.StartupTime = d
 	return s
 }
 
-// Stop interrupts the server and waits for it to exit.
+// Stop ends the server (SIGTERM) and fails the test if it had to be killed.
 func (s *Standalone) Stop(t TB) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatalf("stopping capn-apiserver: %v", err)
-	}
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("capn-apiserver did not exit within 30s of SIGINT")
+	if killed := s.Process.Stop(); killed {
+		t.Fatalf("capn-apiserver did not exit within %s of SIGTERM", stopGrace)
 	}
 }
 
 // RSSKiB reads the server's resident set size from /proc.
-func (s *Standalone) RSSKiB() (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			return strconv.Atoi(f[1])
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.cmd.Process.Pid)
-}
-
-// DumpLog prints the server log into the test output.
-func (s *Standalone) DumpLog(t TB) {
-	b, err := os.ReadFile(s.log)
-	if err != nil {
-		t.Logf("reading %s: %v", s.log, err)
-		return
-	}
-	t.Logf("---- %s ----\n%s", s.log, b)
-}
+func (s *Standalone) RSSKiB() (int, error) { return RSSKiB(s.PID()) }
