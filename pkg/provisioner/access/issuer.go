@@ -56,7 +56,8 @@ func (i *Issuer) Issue(ctx context.Context, nc *capn.NestedCluster, user string,
 }
 
 // Endpoint returns nc's cluster CA (with its key: callers sign with it and
-// must not leak it) and the URL of its apiserver Service, or an error
+// must not leak it) and the URL tenants reach its apiserver at (as
+// status.endpoint: the load balancer, else the ClusterIP), or an error
 // wrapping nestedcluster.ErrNotProvisioned while either is missing.
 func Endpoint(ctx context.Context, c kubernetes.Interface, nc *capn.NestedCluster) (*pki.CA, string, error) {
 	ns := provisioner.ManagementNamespace(nc)
@@ -78,5 +79,19 @@ func Endpoint(ctx context.Context, c kubernetes.Interface, nc *capn.NestedCluste
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the apiserver Service: %w", err)
 	}
-	return ca, builders.APIServerURL(nc, builders.Params{APIServerServiceIP: svc.Spec.ClusterIP}), nil
+	p := builders.Params{APIServerServiceIP: svc.Spec.ClusterIP, APIServerExternalAddress: LoadBalancerAddress(svc)}
+	return ca, builders.APIServerEndpoint(nc, p), nil
+}
+
+// LoadBalancerAddress is a LoadBalancer Service's first ingress address (IP,
+// else host name), or "" while it has none or is another type.
+func LoadBalancerAddress(svc *corev1.Service) string {
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Status.LoadBalancer.Ingress) == 0 {
+		return ""
+	}
+	in := svc.Status.LoadBalancer.Ingress[0]
+	if in.IP != "" {
+		return in.IP
+	}
+	return in.Hostname
 }

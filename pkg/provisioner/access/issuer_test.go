@@ -83,3 +83,22 @@ func TestIssue(t *testing.T) {
 		t.Errorf("not signed by the tenant CA: %v", err)
 	}
 }
+
+func TestLoadBalancerAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		svc  corev1.Service
+		want string
+	}{
+		{"ClusterIP", corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}}, ""},
+		{"pending", corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}, ""},
+		{"IP", corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.7", Hostname: "lb.example.com"}}}}}, "203.0.113.7"},
+		{"hostname", corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}}}}}, "lb.example.com"},
+	} {
+		if got := LoadBalancerAddress(&tc.svc); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

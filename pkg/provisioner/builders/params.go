@@ -36,6 +36,11 @@ type Params struct {
 	// the serving certificate lists it: a node without cluster DNS cannot
 	// resolve the name.
 	APIServerServiceIP string
+	// APIServerExternalAddress is the load balancer's address (IP or host
+	// name) once a LoadBalancer Service has one. Tenants outside the
+	// management cluster use it: it goes into the serving certificate and
+	// APIServerEndpoint. Components inside keep using the ClusterIP.
+	APIServerExternalAddress string
 	// EtcdServiceIP is the ClusterIP of the etcd client Service; when set,
 	// kube-apiserver's --etcd-servers uses it, for the same reason.
 	EtcdServiceIP string
@@ -127,6 +132,16 @@ func APIServerURL(nc *capn.NestedCluster, p Params) string {
 		host = p.APIServerServiceIP
 	}
 	return "https://" + joinHostPort(host, nc.Spec.APIServer.Service.Port)
+}
+
+// APIServerEndpoint is where tenants reach their apiserver: the load
+// balancer when there is one, else APIServerURL. It is status.endpoint and
+// the server of every kubeconfig the /kubeconfig subresource issues.
+func APIServerEndpoint(nc *capn.NestedCluster, p Params) string {
+	if a := p.APIServerExternalAddress; a != "" {
+		return "https://" + joinHostPort(a, nc.Spec.APIServer.Service.Port)
+	}
+	return APIServerURL(nc, p)
 }
 
 // etcdClientURL is the managed etcd's client Service, by IP when known.

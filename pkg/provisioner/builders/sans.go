@@ -36,14 +36,16 @@ func (s *SANs) add(names ...string) {
 
 // APIServerSANs: the names tenant workloads use (kubernetes.default... and
 // the first IP of the tenant's service range), the management Service's
-// DNS name and, when known, its ClusterIP, loopback, and spec.apiServer.certSANs.
+// DNS name and, when known, its ClusterIP and load-balancer address,
+// loopback, and spec.apiServer.certSANs.
 func APIServerSANs(nc *capn.NestedCluster, p Params) SANs {
 	ns := provisioner.ManagementNamespace(nc)
 	var s SANs
 	s.add("kubernetes", "kubernetes.default", "kubernetes.default.svc",
 		"kubernetes.default.svc."+nc.Spec.ClusterNetwork.DNSDomain,
 		provisioner.APIServerName, provisioner.APIServerName+"."+ns, provisioner.APIServerName+"."+ns+".svc",
-		"localhost", "127.0.0.1", tenantAPIServiceIP(nc.Spec.ClusterNetwork.ServiceCIDR), p.APIServerServiceIP)
+		"localhost", "127.0.0.1", tenantAPIServiceIP(nc.Spec.ClusterNetwork.ServiceCIDR), p.APIServerServiceIP,
+		p.APIServerExternalAddress)
 	s.add(nc.Spec.APIServer.CertSANs...)
 	return s
 }

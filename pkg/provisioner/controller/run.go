@@ -88,7 +88,7 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
 		})
 		if err == nil {
-			err = c.WatchManagement(owned.Core().V1().Namespaces().Informer(),
+			err = c.WatchManagement(owned.Core().V1().Namespaces().Informer(), owned.Core().V1().Services().Informer(),
 				owned.Apps().V1().Deployments().Informer(), owned.Apps().V1().StatefulSets().Informer())
 		}
 		if err != nil {

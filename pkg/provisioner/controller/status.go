@@ -75,9 +75,9 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	st.Etcd, st.APIServer, st.ControllerManager, st.Scheduler = etcd.status, api.status, kcm.status, sched.status
 	st.Replicas = api.status.Replicas
 	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(in, provisioner.ComponentAPIServer)).String()
-	// By ClusterIP when known: it works without cluster DNS, from pods and
-	// from nodes, and it is in the serving certificate.
-	st.Endpoint = builders.APIServerURL(in, p)
+	// The load balancer when there is one; else the ClusterIP, which works
+	// without cluster DNS from pods and nodes. Both are in the certificate.
+	st.Endpoint = builders.APIServerEndpoint(in, p)
 	meta.RemoveStatusCondition(&st.Conditions, ConditionPaused)
 
 	set := func(typ string, ok bool, reason, notReason string) {

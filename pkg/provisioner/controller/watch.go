@@ -11,9 +11,10 @@ import (
 )
 
 // WatchManagement enqueues the owning NestedCluster whenever one of the
-// given management-cluster informers (namespaces, workloads) sees a change
-// to an object capn created. That is how status follows pods becoming ready
-// and how a namespace deleted by hand gets repaired, without polling.
+// given management-cluster informers (namespaces, Services, workloads) sees
+// a change to an object capn created. That is how status follows pods
+// becoming ready and a load balancer getting its address, and how a
+// namespace deleted by hand gets repaired, without polling.
 func (c *Controller) WatchManagement(informers ...cache.SharedIndexInformer) error {
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueOwner,

@@ -16,6 +16,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/builders"
 )
 
@@ -47,10 +48,12 @@ func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedClus
 		if changed {
 			applied = append(applied, "Service/"+svc.Name)
 		}
-		ip := live.(*corev1.Service).Spec.ClusterIP
+		ls := live.(*corev1.Service)
+		ip := ls.Spec.ClusterIP
 		switch svc.Name {
 		case provisioner.APIServerName:
 			p.APIServerServiceIP = ip
+			p.APIServerExternalAddress = access.LoadBalancerAddress(ls)
 		case provisioner.EtcdName:
 			p.EtcdServiceIP = ip
 		}
