@@ -8,13 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
-	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/pki"
@@ -30,17 +28,12 @@ type TenantClientFunc func(server string, ca *pki.CA, now time.Time) (kubernetes
 // request at all, and a re-created CA (a repaired namespace, hence a new
 // tenant) is bootstrapped again. A capn restart re-applies, which also
 // repairs bindings a tenant removed.
-func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, apiAvailable bool) (bool, error) {
+// ca is the cluster CA Secret's data as ensurePKI left it.
+func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, ca map[string][]byte, apiAvailable bool) (bool, error) {
 	if !apiAvailable {
 		return false, nil
 	}
-	ns := provisioner.ManagementNamespace(in)
-	live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretCA}})
-	if err != nil {
-		return false, fmt.Errorf("reading the cluster CA: %w", err)
-	}
-	sec := live.(*corev1.Secret)
-	sum := sha256.Sum256(sec.Data[corev1.TLSCertKey])
+	sum := sha256.Sum256(ca[corev1.TLSCertKey])
 	key := string(nc.UID) + "/" + hex.EncodeToString(sum[:8])
 	c.mu.Lock()
 	done := c.bootstrapped[key]
@@ -48,11 +41,11 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	if done {
 		return true, nil
 	}
-	ca, err := pki.ParseCA(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+	clusterCA, err := pki.ParseCA(ca[corev1.TLSCertKey], ca[corev1.TLSPrivateKeyKey])
 	if err != nil {
 		return false, fmt.Errorf("parsing the cluster CA: %w", err)
 	}
-	tenant, err := c.tenantClient(builders.APIServerURL(in, p), ca, c.now())
+	tenant, err := c.tenantClient(builders.APIServerURL(in, p), clusterCA, c.now())
 	if err != nil {
 		return false, err
 	}

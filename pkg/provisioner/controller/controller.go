@@ -21,7 +21,9 @@ import (
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
 	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
+	"capn.dev/capn/pkg/provisioner/pki"
 )
 
 // notReadyRequeue is a safety net for a cluster that is still coming up:
@@ -208,9 +210,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, c.fail(nc, "ServicesFailed", err)
 	}
-	if params.CertsHash, err = c.ensurePKI(ctx, nc, in, params); err != nil {
+	certs, err := c.ensurePKI(ctx, nc, in, params)
+	if err != nil {
 		return 0, c.fail(nc, "PKIFailed", err)
 	}
+	params.CertsHash = pki.CertsHash(certs)
 	external, err := c.ensureExternalEtcd(ctx, nc, in)
 	if err != nil {
 		return 0, c.fail(nc, "ExternalEtcdFailed", err)
@@ -229,7 +233,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err := c.ensureWorkloads(ctx, nc, in, params); err != nil {
 		return 0, c.fail(nc, "ApplyFailed", err)
 	}
-	ready, err := c.updateStatus(ctx, nc, in, params, up)
+	ready, err := c.updateStatus(ctx, nc, in, params, up, certs[provisioner.SecretCA])
 	if err != nil {
 		return 0, err
 	}

@@ -18,13 +18,15 @@ import (
 
 // ensurePKI issues or renews the control plane's certificates and writes
 // only the Secrets whose data changed; pki.Reconcile keeps everything
-// still valid byte for byte. It returns the CertsHash that rolls the pods
-// when a certificate they read at start changes.
-func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) (string, error) {
+// still valid byte for byte. It returns the Secrets' data as they now are:
+// its CertsHash rolls the pods when a certificate they read at start
+// changes, and the cluster CA in it serves the tenant bootstrap, so no
+// later step of the sync reads these Secrets again.
+func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) (pki.Data, error) {
 	ns := provisioner.ManagementNamespace(in)
 	secrets, err := c.mgmt.ListSecrets(ctx, ns)
 	if err != nil {
-		return "", fmt.Errorf("listing secrets in %s: %w", ns, err)
+		return nil, fmt.Errorf("listing secrets in %s: %w", ns, err)
 	}
 	existing := pki.Data{}
 	live := map[string]*corev1.Secret{}
@@ -34,7 +36,7 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	}
 	want, changed, err := pki.Reconcile(existing, pki.InputsFor(in, p), c.now(), c.threshold)
 	if err != nil {
-		return "", fmt.Errorf("reconciling certificates: %w", err)
+		return nil, fmt.Errorf("reconciling certificates: %w", err)
 	}
 	for _, name := range changed {
 		if cur, ok := live[name]; ok {
@@ -45,7 +47,7 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 			}
 			maps.Copy(s.Data, want[name])
 			if err := c.mgmt.Update(ctx, s); err != nil {
-				return "", fmt.Errorf("updating secret %s: %w", name, err)
+				return nil, fmt.Errorf("updating secret %s: %w", name, err)
 			}
 			continue
 		}
@@ -57,12 +59,12 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 			Data: want[name],
 		}
 		if err := c.mgmt.Create(ctx, s); err != nil {
-			return "", fmt.Errorf("creating secret %s: %w", name, err)
+			return nil, fmt.Errorf("creating secret %s: %w", name, err)
 		}
 	}
 	if len(changed) > 0 {
 		klog.FromContext(ctx).Info("Wrote certificate Secrets", "secrets", changed)
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, "CertificatesIssued", "wrote Secrets %v", changed)
 	}
-	return pki.CertsHash(want), nil
+	return want, nil
 }

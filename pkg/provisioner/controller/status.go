@@ -41,8 +41,8 @@ type observed struct {
 // Ready also waits for the tenant's RBAC bootstrap (ensureTenantAccess), so
 // that a kubeconfig fetched on Ready works at once. A failed bootstrap is
 // returned after the status is written. up is this sync's upgrade plan
-// (upgrade.go), laid over before writing.
-func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, up *upgrade) (bool, error) {
+// (upgrade.go), laid over before writing; ca is the cluster CA Secret's data.
+func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, up *upgrade, ca map[string][]byte) (bool, error) {
 	ns := provisioner.ManagementNamespace(in)
 	etcd := observed{available: true, done: true} // external etcd: not ours to watch
 	var err error
@@ -64,7 +64,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 		return false, err
 	}
 
-	tenantReady, terr := c.ensureTenantAccess(ctx, nc, in, p, api.available)
+	tenantReady, terr := c.ensureTenantAccess(ctx, nc, in, p, ca, api.available)
 	if terr != nil {
 		c.recorder.Event(nc, corev1.EventTypeWarning, "TenantBootstrapFailed", terr.Error())
 		terr = fmt.Errorf("bootstrapping tenant access: %w", terr)
