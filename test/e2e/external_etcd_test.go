@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/test/framework"
@@ -84,11 +83,11 @@ func startExternalEtcd(t *testing.T, c *framework.Cluster, tenantNS string) exte
 					"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
 					"--initial-cluster=external=http://127.0.0.1:2380", "--listen-metrics-urls=http://0.0.0.0:2381"},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-					Path: "/health", Port: intOrString(2381)}}, PeriodSeconds: 2},
+					Path: "/health", Port: intstr.FromInt32(2381)}}, PeriodSeconds: 2},
 				VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}, {Name: "data", MountPath: "/var/lib/etcd"}},
 			}},
 			Volumes: []corev1.Volume{
-				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls", DefaultMode: ptrInt32(0o440)}}},
+				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls", DefaultMode: ptr.To[int32](0o440)}}},
 				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
 		},
@@ -144,40 +143,3 @@ func externalEtcdPuts(t *testing.T, c *framework.Cluster) float64 {
 	}
 	return v
 }
-
-// promValue sums the samples of metric name (any labels) in a Prometheus
-// text exposition.
-func promValue(text, name string) (float64, bool) {
-	sum, found := 0.0, false
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum, found = sum+v, true
-		}
-	}
-	return sum, found
-}
-
-// promLabelled is the value of the one sample of name with label="value".
-func promLabelled(text, name, label, value string) float64 {
-	v, _ := promValue(filterLines(text, name+"{"+label+"=\""+value+"\""), name)
-	return v
-}
-
-func filterLines(text, prefix string) string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, prefix) {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-func intOrString(port int) intstr.IntOrString { return intstr.FromInt32(int32(port)) }
-
-func ptrInt32(v int32) *int32 { return &v }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +135,33 @@ func capnMetrics(ctx context.Context, t *testing.T, c *framework.Cluster, servin
 		return true, ""
 	})
 	return body
+}
+
+// promValue sums the samples of metric name (any labels) in a Prometheus
+// text exposition.
+func promValue(text, name string) (float64, bool) {
+	return promSum(text, name, "")
+}
+
+// promLabelled sums the samples of name that carry label="value".
+func promLabelled(text, name, label, value string) float64 {
+	v, _ := promSum(text, name, label+`="`+value+`"`)
+	return v
+}
+
+func promSum(text, name, pair string) (float64, bool) {
+	sum, found := 0.0, false
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		if pair != "" && !strings.Contains(line, pair) {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum, found = sum+v, true
+		}
+	}
+	return sum, found
 }
