@@ -34,9 +34,9 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 		return false, nil
 	}
 	sum := sha256.Sum256(ca[corev1.TLSCertKey])
-	key := string(nc.UID) + "/" + hex.EncodeToString(sum[:8])
+	caID := hex.EncodeToString(sum[:8])
 	c.mu.Lock()
-	done := c.bootstrapped[key]
+	done := c.bootstrapped[nc.UID] == caID
 	c.mu.Unlock()
 	if done {
 		return true, nil
@@ -54,7 +54,7 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 		return false, err
 	}
 	c.mu.Lock()
-	c.bootstrapped[key] = true
+	c.bootstrapped[nc.UID] = caID
 	c.mu.Unlock()
 	klog.FromContext(ctx).V(2).Info("Tenant access bootstrapped", "group", access.TenantAdminsGroup, "changed", changed)
 	if changed {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
 	"capn.dev/capn/pkg/provisioner/access"
@@ -45,7 +46,7 @@ func TestTenantBootstrapGatesReady(t *testing.T) {
 
 	// A restarted capn forgets what it bootstrapped: it checks again, and
 	// finding the bindings in place it records no Event.
-	f.c.bootstrapped = map[string]bool{}
+	f.c.bootstrapped = map[types.UID]string{}
 	f.sync()
 	if len(f.tenantServers) != 2 {
 		t.Errorf("after a restart the tenant was dialled %d times in all, want 2", len(f.tenantServers))

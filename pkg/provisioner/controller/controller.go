@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -73,9 +74,9 @@ type Controller struct {
 
 	tenantClient TenantClientFunc
 	mu           sync.Mutex
-	// bootstrapped remembers tenants whose RBAC bootstrap succeeded, by
-	// UID and CA (see ensureTenantAccess).
-	bootstrapped map[string]bool
+	// bootstrapped maps a NestedCluster's UID to the CA its tenant was
+	// bootstrapped with (see ensureTenantAccess); finalize forgets it.
+	bootstrapped map[types.UID]string
 	// stepTimeout: see Options.UpgradeStepTimeout (upgrade.go).
 	stepTimeout time.Duration
 }
@@ -93,7 +94,7 @@ func New(o Options) (*Controller, error) {
 		now:       o.Now,
 
 		tenantClient: o.TenantClient,
-		bootstrapped: map[string]bool{},
+		bootstrapped: map[types.UID]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"}),

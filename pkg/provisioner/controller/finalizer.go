@@ -56,6 +56,9 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 		if _, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return 0, fmt.Errorf("removing finalizer: %w", err)
 		}
+		c.mu.Lock()
+		delete(c.bootstrapped, nc.UID)
+		c.mu.Unlock()
 		logger.Info("Control plane deleted, finalizer removed", "namespace", proto.Name)
 		return 0, nil
 	case err != nil:

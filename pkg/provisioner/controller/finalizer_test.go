@@ -36,6 +36,7 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 	ns := managementNamespace(f.nc)
 	ctx := context.Background()
 
+	f.c.bootstrapped[f.nc.UID] = "ca" // as if its tenant had been bootstrapped
 	f.setCluster(func(nc *v1alpha1.NestedCluster) { nc.DeletionTimestamp = &metav1.Time{Time: testNow} })
 	if after := f.sync(); after != namespaceGoneRequeue {
 		t.Errorf("while the namespace exists, requeue after %s, want %s", after, namespaceGoneRequeue)
@@ -55,6 +56,9 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 	}
 	if slices.Contains(f.nc.Finalizers, Finalizer) {
 		t.Errorf("finalizer not removed: %v", f.nc.Finalizers)
+	}
+	if _, ok := f.c.bootstrapped[f.nc.UID]; ok {
+		t.Error("the deleted cluster's bootstrap record is kept: the map would grow with every cluster ever created")
 	}
 }
 

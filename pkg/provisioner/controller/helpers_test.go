@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -126,7 +127,7 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 	f.c = &Controller{
 		capn: f.capn, lister: listers.NewNestedClusterLister(f.indexer), mgmt: f.mgmt,
 		recorder: f.recorder, threshold: pki.DefaultRenewalThreshold, now: func() time.Time { return testNow },
-		bootstrapped: map[string]bool{},
+		bootstrapped: map[types.UID]string{},
 		tenantClient: func(server string, ca *pki.CA, _ time.Time) (kubernetes.Interface, error) {
 			f.tenantServers = append(f.tenantServers, server)
 			return f.tenant, nil
