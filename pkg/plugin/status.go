@@ -88,7 +88,7 @@ func printStatus(out io.Writer, nc *v1alpha1.NestedCluster) error {
 	}
 	lines = nil
 	for _, c := range nc.Status.Conditions {
-		if shown && (c.Type == conditionProgressing || c.Type == conditionDegraded) {
+		if shown && (c.Type == v1alpha1.ConditionProgressing || c.Type == v1alpha1.ConditionDegraded) {
 			continue // in the upgrade section
 		}
 		lines = append(lines, "  "+c.Type+"="+describeCondition(&c))

@@ -41,7 +41,7 @@ func printUpgrade(out io.Writer, nc *v1alpha1.NestedCluster) (bool, error) {
 		"  Started:      " + timestamp(u.StartedAt),
 		"  Finished:     " + finished,
 	}
-	for _, typ := range []string{conditionProgressing, conditionDegraded} {
+	for _, typ := range []string{v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded} {
 		if c := meta.FindStatusCondition(nc.Status.Conditions, typ); c != nil {
 			lines = append(lines, fmt.Sprintf("  %-14s%s", typ+":", describeCondition(c)))
 		}

@@ -12,12 +12,6 @@ import (
 	"capn.dev/capn/pkg/versions"
 )
 
-// Condition types the provisioner sets during an upgrade.
-const (
-	conditionProgressing = "Progressing"
-	conditionDegraded    = "Degraded"
-)
-
 // upgradeOrder is the order the provisioner upgrades in; a rollback walks
 // it backwards. etcd is never part of an upgrade.
 var upgradeOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
@@ -63,7 +57,7 @@ func (p *upgradeProgress) observe(nc *v1alpha1.NestedCluster) (bool, error) {
 	if u != nil {
 		p.steps(nc, u)
 	}
-	if c := meta.FindStatusCondition(nc.Status.Conditions, conditionDegraded); c != nil &&
+	if c := meta.FindStatusCondition(nc.Status.Conditions, v1alpha1.ConditionDegraded); c != nil &&
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration >= p.gen {
 		who := p.name
 		if u != nil && u.Component != "" {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/access"
 )
 
@@ -33,7 +34,7 @@ func TestTenantBootstrapGatesReady(t *testing.T) {
 	if crb.RoleRef.Name != "cluster-admin" || len(crb.Subjects) != 1 || crb.Subjects[0].Kind != "Group" || crb.Subjects[0].Name != access.TenantAdminsGroup {
 		t.Errorf("binding %+v %+v: want group %s bound to cluster-admin", crb.RoleRef, crb.Subjects, access.TenantAdminsGroup)
 	}
-	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, ConditionReady) {
+	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady) {
 		t.Fatalf("not Ready after bootstrap: %+v", f.nc.Status.Conditions)
 	}
 	if ev := strings.Join(f.events(), "\n"); !strings.Contains(ev, "TenantBootstrapped") {
@@ -68,11 +69,11 @@ func TestTenantBootstrapFailureKeepsNotReady(t *testing.T) {
 		t.Fatalf("sync error %v, want the bootstrap failure", err)
 	}
 	f.refresh()
-	c := meta.FindStatusCondition(f.nc.Status.Conditions, ConditionReady)
+	c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionReady)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "BootstrappingTenant" {
 		t.Errorf("Ready condition %+v, want False/BootstrappingTenant", c)
 	}
-	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, ConditionAPIServerAvailable) {
+	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionAPIServerAvailable) {
 		t.Error("status was not written before the bootstrap error was returned")
 	}
 	if ev := strings.Join(f.events(), "\n"); !strings.Contains(ev, "TenantBootstrapFailed") {

@@ -10,9 +10,6 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
-// ConditionPaused is True while spec.paused is; status.go removes it.
-const ConditionPaused = "Paused"
-
 // pause reports that the provisioner is hands-off and does nothing else:
 // users pause to repair the management objects by hand, so even drift must
 // be left alone. Only the status (if it differs) is written.
@@ -21,7 +18,7 @@ func (c *Controller) pause(ctx context.Context, nc *v1alpha1.NestedCluster) erro
 	st.Phase = v1alpha1.PhasePaused
 	st.ObservedGeneration = nc.Generation
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type:               ConditionPaused,
+		Type:               v1alpha1.ConditionPaused,
 		Status:             metav1.ConditionTrue,
 		Reason:             "SpecPaused",
 		Message:            "spec.paused is true: the provisioner leaves the control plane as it is",

@@ -14,7 +14,7 @@ func TestPauseTouchesNothing(t *testing.T) {
 	if f.nc.Status.Phase != v1alpha1.PhasePaused {
 		t.Errorf("phase %q, want Paused", f.nc.Status.Phase)
 	}
-	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, ConditionPaused) {
+	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionPaused) {
 		t.Errorf("no Paused condition: %v", f.nc.Status.Conditions)
 	}
 	if len(f.mgmt.reads)+len(f.mgmt.writes) != 0 {
@@ -35,7 +35,7 @@ func TestUnpauseResumes(t *testing.T) {
 	f.mgmt.reset()
 	f.setCluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.Paused = false })
 	f.sync()
-	if meta.FindStatusCondition(f.nc.Status.Conditions, ConditionPaused) != nil {
+	if meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionPaused) != nil {
 		t.Error("Paused condition kept after unpausing")
 	}
 	if f.nc.Status.Phase == v1alpha1.PhasePaused {

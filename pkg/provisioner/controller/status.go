@@ -20,15 +20,6 @@ import (
 	"capn.dev/capn/pkg/provisioner/builders"
 )
 
-// Condition types the controller reports.
-const (
-	ConditionEtcdReady                  = "EtcdReady"
-	ConditionAPIServerAvailable         = "APIServerAvailable"
-	ConditionControllerManagerAvailable = "ControllerManagerAvailable"
-	ConditionSchedulerAvailable         = "SchedulerAvailable"
-	ConditionReady                      = "Ready"
-)
-
 // observed is one component's status and whether it is usable (available)
 // and fully rolled out to the desired spec (done).
 type observed struct {
@@ -78,7 +69,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	// The load balancer when there is one; else the ClusterIP, which works
 	// without cluster DNS from pods and nodes. Both are in the certificate.
 	st.Endpoint = builders.APIServerEndpoint(in, p)
-	meta.RemoveStatusCondition(&st.Conditions, ConditionPaused)
+	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPaused)
 
 	set := func(typ string, ok bool, reason, notReason string) {
 		cond := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, ObservedGeneration: nc.Generation}
@@ -87,18 +78,32 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
 	}
-	set(ConditionEtcdReady, etcd.available, "QuorumReady", "QuorumNotReady")
-	set(ConditionAPIServerAvailable, api.available, "ReplicasReady", "NoReadyReplicas")
-	set(ConditionControllerManagerAvailable, kcm.available, "ReplicasReady", "NoReadyReplicas")
-	set(ConditionSchedulerAvailable, sched.available, "ReplicasReady", "NoReadyReplicas")
+	set(v1alpha1.ConditionEtcdReady, etcd.available, "QuorumReady", "QuorumNotReady")
+	set(v1alpha1.ConditionAPIServerAvailable, api.available, "ReplicasReady", "NoReadyReplicas")
+	set(v1alpha1.ConditionControllerManagerAvailable, kcm.available, "ReplicasReady", "NoReadyReplicas")
+	set(v1alpha1.ConditionSchedulerAvailable, sched.available, "ReplicasReady", "NoReadyReplicas")
 	components := etcd.available && api.available && kcm.available && sched.available &&
 		etcd.done && api.done && kcm.done && sched.done
+	// Pods are listed only while a component is not rolled out: that is
+	// when an image can be missing (create, scale, upgrade).
+	images := metav1.Condition{Type: v1alpha1.ConditionImagesAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonImagesPresent}
+	if !components {
+		if images, err = c.imagesCondition(ctx, in); err != nil {
+			return false, err
+		}
+	}
+	images.ObservedGeneration = nc.Generation
+	meta.SetStatusCondition(&st.Conditions, images)
 	ready := components && tenantReady
 	notReady := "ComponentsNotReady"
 	if components {
 		notReady = "BootstrappingTenant" // RBAC for the kubeconfig group
 	}
-	set(ConditionReady, ready, "AllComponentsAvailable", notReady)
+	set(v1alpha1.ConditionReady, ready, "AllComponentsAvailable", notReady)
+	if !ready && images.Status == metav1.ConditionFalse {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonImagePullFailed, Message: images.Message, ObservedGeneration: nc.Generation})
+	}
 
 	upgrading := false
 	for _, o := range []observed{api, kcm, sched} {

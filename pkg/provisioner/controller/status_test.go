@@ -17,7 +17,7 @@ func TestStatusProvisioningThenReady(t *testing.T) {
 	if st.Phase != v1alpha1.PhaseProvisioning {
 		t.Errorf("phase %q, want Provisioning", st.Phase)
 	}
-	if meta.IsStatusConditionTrue(st.Conditions, ConditionReady) {
+	if meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
 		t.Error("Ready before any pod is")
 	}
 
@@ -27,7 +27,7 @@ func TestStatusProvisioningThenReady(t *testing.T) {
 	if st.Phase != v1alpha1.PhaseReady {
 		t.Errorf("phase %q, want Ready", st.Phase)
 	}
-	for _, c := range []string{ConditionEtcdReady, ConditionAPIServerAvailable, ConditionControllerManagerAvailable, ConditionSchedulerAvailable, ConditionReady} {
+	for _, c := range []string{v1alpha1.ConditionEtcdReady, v1alpha1.ConditionAPIServerAvailable, v1alpha1.ConditionControllerManagerAvailable, v1alpha1.ConditionSchedulerAvailable, v1alpha1.ConditionReady} {
 		if !meta.IsStatusConditionTrue(st.Conditions, c) {
 			t.Errorf("condition %s not True: %v", c, meta.FindStatusCondition(st.Conditions, c))
 		}
@@ -66,7 +66,7 @@ func TestStatusDegradedAfterReady(t *testing.T) {
 	if st.Phase != v1alpha1.PhaseDegraded {
 		t.Errorf("phase %q, want Degraded", st.Phase)
 	}
-	if !meta.IsStatusConditionTrue(st.Conditions, ConditionSchedulerAvailable) || meta.IsStatusConditionTrue(st.Conditions, ConditionReady) {
+	if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSchedulerAvailable) || meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
 		t.Errorf("want scheduler available but cluster not Ready: %v", st.Conditions)
 	}
 }

@@ -51,13 +51,6 @@ import (
 // before the upgrade halts with Degraded (Options.UpgradeStepTimeout).
 const DefaultUpgradeStepTimeout = 10 * time.Minute
 
-// Condition types of an upgrade. They appear only once a cluster has been
-// upgraded (Progressing) or an upgrade has stalled (Degraded).
-const (
-	ConditionProgressing = "Progressing"
-	ConditionDegraded    = "Degraded"
-)
-
 // upgradeOrder is the forward order; etcd is deliberately absent.
 var upgradeOrder = []string{provisioner.ComponentAPIServer, provisioner.ComponentControllerManager, provisioner.ComponentScheduler}
 

@@ -42,7 +42,7 @@ func TestUpgradeRollback(t *testing.T) {
 	if u.From != newVersion || u.To != oldVersion || u.Component != provisioner.ControllerManagerName || u.FinishedAt != nil {
 		t.Errorf("rolling back: upgrade %+v, want from %s to %s on kube-controller-manager", u, newVersion, oldVersion)
 	}
-	if c := meta.FindStatusCondition(f.nc.Status.Conditions, ConditionProgressing); c == nil || c.Reason != "RollingBackKubeControllerManager" {
+	if c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionProgressing); c == nil || c.Reason != "RollingBackKubeControllerManager" {
 		t.Errorf("Progressing %+v, want RollingBackKubeControllerManager", c)
 	}
 	if f.nc.Status.Phase != v1alpha1.PhaseUpgrading {
@@ -78,7 +78,7 @@ func TestUpgradeRollback(t *testing.T) {
 	if st.Upgrade.FinishedAt == nil || st.Upgrade.To != oldVersion || st.Phase != v1alpha1.PhaseReady {
 		t.Errorf("after the rollback: upgrade %+v, phase %q", st.Upgrade, st.Phase)
 	}
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "RollbackComplete" {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "RollbackComplete" {
 		t.Errorf("Progressing %+v, want False RollbackComplete", c)
 	}
 }
@@ -118,13 +118,13 @@ func TestUpgradeStepDeadline(t *testing.T) {
 	for range 4 { // a minute a step: still within the deadline
 		f.step()
 	}
-	if c := meta.FindStatusCondition(f.nc.Status.Conditions, ConditionDegraded); c != nil {
+	if c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionDegraded); c != nil {
 		t.Fatalf("Degraded before the deadline: %+v", c)
 	}
 	f.events()
 	f.step() // five minutes
 	st := f.nc.Status
-	c := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded)
 	wantMsg := "kube-apiserver: pod kube-apiserver-7d9f-x2: Ready=False (ContainersNotReady: containers with unready status: [kube-apiserver]); " +
 		"container kube-apiserver: ImagePullBackOff (Back-off pulling image)"
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "KubeAPIServerPodsNotReady" || !strings.HasPrefix(c.Message, wantMsg) {
@@ -156,7 +156,7 @@ func TestUpgradeStepDeadline(t *testing.T) {
 	f.setVersion(oldVersion)
 	f.step()
 	st = f.nc.Status
-	if c := meta.FindStatusCondition(st.Conditions, ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Degraded %+v after the rollback started, want False", c)
 	}
 	if st.Phase != v1alpha1.PhaseUpgrading || f.version(provisioner.APIServerName) != oldVersion {
@@ -173,11 +173,11 @@ func TestUpgradeStepDeadlineWithoutPods(t *testing.T) {
 	f.rollout(provisioner.APIServerName, false)
 	f.clock = f.clock.Add(DefaultUpgradeStepTimeout - 2*time.Minute)
 	f.step()
-	if c := meta.FindStatusCondition(f.nc.Status.Conditions, ConditionDegraded); c != nil {
+	if c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionDegraded); c != nil {
 		t.Fatalf("Degraded before the default deadline: %+v", c)
 	}
 	f.step()
-	c := meta.FindStatusCondition(f.nc.Status.Conditions, ConditionDegraded)
+	c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionDegraded)
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "kube-apiserver: 0 updated and 1 ready of 1 replicas; not rolled out to "+newVersion+" within 10m0s") {
 		t.Errorf("Degraded %+v", c)
 	}

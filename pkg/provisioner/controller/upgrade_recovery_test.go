@@ -25,7 +25,7 @@ func TestUpgradeStalledStepRecovers(t *testing.T) {
 	f.rollout(provisioner.APIServerName, false)
 	f.clock = f.clock.Add(DefaultUpgradeStepTimeout)
 	f.step()
-	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, ConditionDegraded) {
+	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionDegraded) {
 		t.Fatal("setup: not Degraded")
 	}
 	f.rollout(provisioner.APIServerName, true)
@@ -33,7 +33,7 @@ func TestUpgradeStalledStepRecovers(t *testing.T) {
 	f.step()
 	f.writesOnly(provisioner.ControllerManagerName)
 	st := f.nc.Status
-	if c := meta.FindStatusCondition(st.Conditions, ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Degraded %+v, want False once the step finished", c)
 	}
 	if st.Phase != v1alpha1.PhaseUpgrading || st.Upgrade.Component != provisioner.ControllerManagerName {

@@ -26,28 +26,28 @@ func (c *Controller) applyUpgrade(nc *v1alpha1.NestedCluster, st *v1alpha1.Neste
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status,
 			Reason: reason, Message: message, ObservedGeneration: nc.Generation})
 	}
-	wasStalled := meta.IsStatusConditionTrue(st.Conditions, ConditionDegraded)
+	wasStalled := meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded)
 	switch {
 	case u.active == nil:
-		cond(ConditionProgressing, metav1.ConditionFalse, completeReason(u.status), "all components run "+u.status.To)
+		cond(v1alpha1.ConditionProgressing, metav1.ConditionFalse, completeReason(u.status), "all components run "+u.status.To)
 	case rollingBack(u.status):
-		cond(ConditionProgressing, metav1.ConditionTrue, "RollingBack"+camel(u.active.name),
+		cond(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RollingBack"+camel(u.active.name),
 			u.active.name+": rolling back to "+u.status.To)
 	default:
-		cond(ConditionProgressing, metav1.ConditionTrue, "Upgrading"+camel(u.active.name),
+		cond(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "Upgrading"+camel(u.active.name),
 			u.active.name+": rolling out "+u.status.To)
 	}
 	switch {
 	case u.stalled != "":
 		reason := camel(u.active.name) + "PodsNotReady"
-		if old := meta.FindStatusCondition(st.Conditions, ConditionDegraded); old == nil || old.Status != metav1.ConditionTrue || old.Reason != reason {
+		if old := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); old == nil || old.Status != metav1.ConditionTrue || old.Reason != reason {
 			u.event("Warning", "UpgradeStalled", u.stalled+"; the upgrade waits (set spec.version to "+u.status.From+" to roll back)")
 		}
-		cond(ConditionDegraded, metav1.ConditionTrue, reason, u.stalled)
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, u.stalled)
 		st.Phase = v1alpha1.PhaseDegraded
 	case wasStalled:
 		// The stalled step finished late, or a rollback replaced it.
-		cond(ConditionDegraded, metav1.ConditionFalse, "UpgradeProceeding", "")
+		cond(v1alpha1.ConditionDegraded, metav1.ConditionFalse, "UpgradeProceeding", "")
 	}
 	if u.active != nil && u.stalled == "" {
 		st.Phase = v1alpha1.PhaseUpgrading

@@ -16,7 +16,7 @@ func TestCreateHasNoUpgrade(t *testing.T) {
 	if f.nc.Status.Upgrade != nil {
 		t.Errorf("a new cluster has status.upgrade %+v", f.nc.Status.Upgrade)
 	}
-	if c := meta.FindStatusCondition(f.nc.Status.Conditions, ConditionProgressing); c != nil {
+	if c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionProgressing); c != nil {
 		t.Errorf("a new cluster has condition %+v", c)
 	}
 	if v := f.versions(); !slices.Equal(v, []string{oldVersion, oldVersion, oldVersion}) {
@@ -53,7 +53,7 @@ func TestUpgradeOrder(t *testing.T) {
 		if st.Phase != v1alpha1.PhaseUpgrading || st.Upgrade == nil || st.Upgrade.Component != s.rolling {
 			t.Fatalf("stage %d: phase %q upgrade %+v, want Upgrading %s", i, st.Phase, st.Upgrade, s.rolling)
 		}
-		if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Status != metav1.ConditionTrue || c.Reason != s.reason {
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c == nil || c.Status != metav1.ConditionTrue || c.Reason != s.reason {
 			t.Errorf("stage %d: Progressing %+v, want True %s", i, c, s.reason)
 		}
 		if !hasEvent(f.events(), "UpgradeStepStarted", s.rolling+": rolling out "+newVersion) {
@@ -97,7 +97,7 @@ func TestUpgradeOrder(t *testing.T) {
 			t.Errorf("step %d started at %v, before step %d finished at %v", i, u.Steps[i].StartedAt, i-1, u.Steps[i-1].FinishedAt)
 		}
 	}
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "UpgradeComplete" {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "UpgradeComplete" {
 		t.Errorf("Progressing %+v, want False UpgradeComplete", c)
 	}
 	if st.Phase != v1alpha1.PhaseReady {
@@ -109,7 +109,7 @@ func TestUpgradeOrder(t *testing.T) {
 	if f.nc.Status.Etcd.Image != etcdImage {
 		t.Errorf("etcd image %q, was %q: an upgrade must not touch etcd", f.nc.Status.Etcd.Image, etcdImage)
 	}
-	if cond := meta.FindStatusCondition(st.Conditions, ConditionDegraded); cond != nil {
+	if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); cond != nil {
 		t.Errorf("a smooth upgrade set %+v", cond)
 	}
 }

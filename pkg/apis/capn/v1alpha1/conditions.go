@@ -1,0 +1,38 @@
+package v1alpha1
+
+// Condition types in status.conditions. The provisioner sets them; the
+// plugin, the table printer and the tests read them, from here only.
+const (
+	// ConditionReady is True when every component is available, rolled out
+	// to the spec, and the tenant's RBAC bootstrap is done.
+	ConditionReady                      = "Ready"
+	ConditionEtcdReady                  = "EtcdReady"
+	ConditionAPIServerAvailable         = "APIServerAvailable"
+	ConditionControllerManagerAvailable = "ControllerManagerAvailable"
+	ConditionSchedulerAvailable         = "SchedulerAvailable"
+	// ConditionImagesAvailable is False while a component's pod waits for an
+	// image the node cannot get; its reason is the kubelet's
+	// (ImagePullReasons) and its message names the component and image.
+	ConditionImagesAvailable = "ImagesAvailable"
+	// ConditionProgressing and ConditionDegraded appear once a cluster has
+	// been upgraded (Progressing) or an upgrade has stalled (Degraded).
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+	// ConditionPaused is True while spec.paused is.
+	ConditionPaused = "Paused"
+)
+
+// Condition reasons that clients may act on.
+const (
+	// ReasonImagesPresent: every component pod has its images.
+	ReasonImagesPresent = "ImagesPresent"
+	// ReasonImagePullFailed is Ready's reason while ImagesAvailable is False.
+	ReasonImagePullFailed = "ImagePullFailed"
+)
+
+// ImagePullReasons are the kubelet's container waiting reasons that mean the
+// image itself is the problem; ImagesAvailable takes its reason from them.
+var ImagePullReasons = []string{
+	"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
+	"ImageInspectError", "RegistryUnavailable",
+}
