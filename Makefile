@@ -27,13 +27,13 @@ install-plugin: build ## Install the kubectl-nested plugin into PREFIX/bin (defa
 	install -D -m 0755 $(BIN)/kubectl-nested "$${PREFIX:-/usr/local}/bin/kubectl-nested"
 
 .PHONY: images
-images: build ## Build container images (capn, pause, tenant components) into _output/images.tar, and the v1.36.3 tenant components into _output/images-v1.36.3.tar.
+images: build ## Build container images (capn, pause, etcd, and the tenant components of every supported version) into _output/images.tar.
 	hack/build-images.sh
 
 .PHONY: tools
 tools: ## Build pinned kubectl, etcd, Kubernetes components and kwok into the version-keyed cache.
 	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kwok >/dev/null
-	hack/build-tools.sh --k8s-version v1.36.3 kube-apiserver kube-controller-manager kube-scheduler >/dev/null
+	for v in $$(go run ./hack/versions); do hack/build-tools.sh --k8s-version $$v kube-apiserver kube-controller-manager kube-scheduler >/dev/null; done
 
 # Binaries for the e2e tests and the devcluster, by the variables both read.
 CLUSTER_ENV = KUBECTL=$(KUBECTL) \
@@ -43,11 +43,7 @@ CLUSTER_ENV = KUBECTL=$(KUBECTL) \
 	ETCD=$$(hack/build-tools.sh --print-path etcd) \
 	KUBELET=$$(hack/build-tools.sh --print-path kubelet) \
 	KUBE_PROXY=$$(hack/build-tools.sh --print-path kube-proxy) \
-	CAPN_IMAGES=$(OUT)/images.tar \
-	KUBE_APISERVER_V1_36=$$(hack/build-tools.sh --k8s-version v1.36.3 --print-path kube-apiserver) \
-	KUBE_CONTROLLER_MANAGER_V1_36=$$(hack/build-tools.sh --k8s-version v1.36.3 --print-path kube-controller-manager) \
-	KUBE_SCHEDULER_V1_36=$$(hack/build-tools.sh --k8s-version v1.36.3 --print-path kube-scheduler) \
-	CAPN_IMAGES_V1_36=$(OUT)/images-v1.36.3.tar
+	CAPN_IMAGES=$(OUT)/images.tar
 
 .PHONY: deps
 deps: ## Install the Debian packages the local cluster needs (containerd, runc, CNI plugins, iptables).

@@ -4,11 +4,11 @@
 # deploy manifests expect. Output: ${OUT:-_output}/images.tar. Import into a
 # node with: ctr -n k8s.io images import _output/images.tar
 #
-# It also writes ${OUT}/images-v1.36.3.tar: kube-apiserver,
-# kube-controller-manager and kube-scheduler of the older supported minor
-# (built from hack/tools/k8s-1.36), for tests that upgrade a tenant from it.
-# It is a separate tarball so images.tar, which every node loads, stays as
-# it is; only the upgrade tests import the second one.
+# images.tar carries kube-apiserver, kube-controller-manager and
+# kube-scheduler of every supported release (hack/versions prints them from
+# pkg/versions.Supported), so every version the API accepts runs on a local
+# node and an upgrade can be tried there. Each release's binaries come from
+# the version-keyed cache of hack/build-tools.sh and are built only once.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -17,8 +17,9 @@ OUT=${OUT:-${ROOT}/_output}
 export GOWORK=off CGO_ENABLED=0
 mkdir -p "${OUT}/bin"
 
-K8S_VERSION=${CAPN_K8S_VERSION:-v1.37.2}
-"${ROOT}/hack/build-tools.sh" kube-apiserver kube-controller-manager kube-scheduler etcd >/dev/null
+mapfile -t RELEASES < <(cd "${ROOT}" && go run ./hack/versions)
+((${#RELEASES[@]})) || { echo "build-images: hack/versions printed no release" >&2; exit 1; }
+"${ROOT}/hack/build-tools.sh" etcd >/dev/null
 path() { "${ROOT}/hack/build-tools.sh" --print-path "$1"; }
 ETCD_BIN=$(path etcd)
 ETCD_VERSION=$(basename "$(dirname "${ETCD_BIN}")")
@@ -26,20 +27,16 @@ ETCD_VERSION=$(basename "$(dirname "${ETCD_BIN}")")
 (cd "${ROOT}/hack/tools/images" && go build -trimpath -o "${OUT}/bin/images" . && go build -trimpath -ldflags '-s -w' -o "${OUT}/bin/pause" ./pause)
 [[ -x "${OUT}/bin/capn-apiserver" ]] || make -C "${ROOT}" build
 
-"${OUT}/bin/images" --out "${OUT}/images.tar" \
-  "capn.dev/capn-apiserver:dev=${OUT}/bin/capn-apiserver" \
-  "registry.k8s.io/pause:3.10=${OUT}/bin/pause" \
-  "registry.k8s.io/kube-apiserver:${K8S_VERSION}=$(path kube-apiserver)" \
-  "registry.k8s.io/kube-controller-manager:${K8S_VERSION}=$(path kube-controller-manager)" \
-  "registry.k8s.io/kube-scheduler:${K8S_VERSION}=$(path kube-scheduler)" \
+refs=(
+  "capn.dev/capn-apiserver:dev=${OUT}/bin/capn-apiserver"
+  "registry.k8s.io/pause:3.10=${OUT}/bin/pause"
   "registry.k8s.io/etcd:${ETCD_VERSION#v}-0=${ETCD_BIN}"
+)
+for release in "${RELEASES[@]}"; do
+  "${ROOT}/hack/build-tools.sh" --k8s-version "${release}" kube-apiserver kube-controller-manager kube-scheduler >/dev/null
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    refs+=("registry.k8s.io/${c}:${release}=$("${ROOT}/hack/build-tools.sh" --k8s-version "${release}" --print-path "${c}")")
+  done
+done
+"${OUT}/bin/images" --out "${OUT}/images.tar" "${refs[@]}"
 echo "${OUT}/images.tar"
-
-PREV_K8S_VERSION=v1.36.3
-"${ROOT}/hack/build-tools.sh" --k8s-version "${PREV_K8S_VERSION}" kube-apiserver kube-controller-manager kube-scheduler >/dev/null
-prev_path() { "${ROOT}/hack/build-tools.sh" --k8s-version "${PREV_K8S_VERSION}" --print-path "$1"; }
-"${OUT}/bin/images" --out "${OUT}/images-${PREV_K8S_VERSION}.tar" \
-  "registry.k8s.io/kube-apiserver:${PREV_K8S_VERSION}=$(prev_path kube-apiserver)" \
-  "registry.k8s.io/kube-controller-manager:${PREV_K8S_VERSION}=$(prev_path kube-controller-manager)" \
-  "registry.k8s.io/kube-scheduler:${PREV_K8S_VERSION}=$(prev_path kube-scheduler)"
-echo "${OUT}/images-${PREV_K8S_VERSION}.tar"
