@@ -32,12 +32,22 @@ type Process struct {
 // log tail is printed if the test failed.
 func StartProcess(t TB, dir, name, bin string, args ...string) *Process {
 	t.Helper()
+	return StartProcessEnv(t, dir, name, bin, nil, args...)
+}
+
+// StartProcessEnv is StartProcess with extra environment variables
+// ("KEY=value") on top of this process's own.
+func StartProcessEnv(t TB, dir, name, bin string, env []string, args ...string) *Process {
+	t.Helper()
 	p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
 	logFile, err := os.Create(p.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.cmd = exec.Command(bin, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	// If the test binary dies without running cleanups (e.g. killed on
 	// timeout), the kernel kills its children instead of orphaning them.

@@ -120,7 +120,12 @@ func (c *Cluster) StartNode(t TB, opts NodeOptions) *Node {
 		t.Fatalf("isolating pods: %v", err)
 	}
 
-	n.Containerd = StartProcess(t, n.Dir, "containerd", "containerd", "--config", filepath.Join(n.Dir, "containerd.toml"))
+	// Belt and braces for the registry sink (writeRegistryHosts): any
+	// HTTP(S) request containerd makes goes to the sink as its proxy, so no
+	// registry host is even resolved.
+	sink := "http://" + RegistrySink
+	proxyEnv := []string{"HTTP_PROXY=" + sink, "HTTPS_PROXY=" + sink, "http_proxy=" + sink, "https_proxy=" + sink, "NO_PROXY=", "no_proxy="}
+	n.Containerd = StartProcessEnv(t, n.Dir, "containerd", "containerd", proxyEnv, "--config", filepath.Join(n.Dir, "containerd.toml"))
 	n.waitFor(t, n.Containerd, opts.ReadyTimeout, "containerd", func() error { _, err := n.ctr("version"); return err })
 	// Runs after kubelet has stopped and before containerd stops: kubelet
 	// would restart whatever is removed under it, and ctr needs containerd.

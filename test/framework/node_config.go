@@ -70,12 +70,56 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[7]q
     conf_dir = %[8]q
+  # Every registry host resolves to RegistrySink (see registryHosts).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %[9]q
 `, n.path("containerd", "root"), n.path("containerd", "state"), n.ContainerdSocket,
-		n.path("containerd", "opt"), pauseImage, n.path("containerd", "runc"), cniBinDir, n.path("cni"))
+		n.path("containerd", "opt"), pauseImage, n.path("containerd", "runc"), cniBinDir, n.path("cni"),
+		n.path(registryHostsDir))
 	if err := os.WriteFile(n.path("containerd.toml"), []byte(containerd), 0o644); err != nil {
 		return err
 	}
+	if err := n.writeRegistryHosts(); err != nil {
+		return err
+	}
 	return os.WriteFile(n.path("cni", "10-capn.conflist"), n.cniConfig(), 0o644)
+}
+
+// RegistrySink is where the node's containerd sends every image pull, for
+// any registry: a loopback port nothing listens on, so a pull of an image
+// that was not imported fails at once with "connection refused" and no
+// packet leaves the machine, whatever imagePullPolicy a pod asks for.
+const RegistrySink = "127.0.0.1:1"
+
+// registryHostsDir, under the node's directory, is containerd's registry
+// config_path.
+const registryHostsDir = "certs.d"
+
+// RegistryHostsFile is the hosts.toml that applies to every registry host
+// without a directory of its own (containerd's "_default"); the node writes
+// no other, so it applies to all.
+func (n *Node) RegistryHostsFile() string {
+	return n.path(registryHostsDir, "_default", "hosts.toml")
+}
+
+// writeRegistryHosts points the default registry namespace at RegistrySink
+// as its server, not as a mirror: containerd falls back from failed mirrors
+// to the server, and the server here is the sink itself. The containerd
+// process also gets proxy variables to the sink (see StartNode), in case a
+// code path ignores hosts.toml.
+func (n *Node) writeRegistryHosts() error {
+	hosts := fmt.Sprintf(`# Written by capn's test framework: no registry is reachable from this
+# machine and none may be tried, so every registry resolves to a local port
+# that refuses connections.
+server = "http://%[1]s"
+
+[host."http://%[1]s"]
+  capabilities = ["pull", "resolve"]
+`, RegistrySink)
+	if err := os.MkdirAll(filepath.Dir(n.RegistryHostsFile()), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(n.RegistryHostsFile(), []byte(hosts), 0o644)
 }
 
 // cniConfig is a bridge network on the node's pod subnet. Pods get routes
