@@ -95,9 +95,10 @@ const RegistrySink = "127.0.0.1:1"
 // config_path.
 const registryHostsDir = "certs.d"
 
-// RegistryHostsFile is the hosts.toml that applies to every registry host
-// without a directory of its own (containerd's "_default"); the node writes
-// no other, so it applies to all.
+// RegistryHostsFile is the hosts.toml for every registry host without a
+// directory of its own (containerd's "_default"). containerd before 1.7
+// ignores "_default"; there the proxy variables StartNode gives containerd
+// are what send pulls to the sink.
 func (n *Node) RegistryHostsFile() string {
 	return n.path(registryHostsDir, "_default", "hosts.toml")
 }

@@ -18,8 +18,8 @@ import (
 
 // imageOrder is the order components are blamed in: the first one that
 // cannot start holds up the ones after it anyway.
-var imageOrder = []string{provisioner.ComponentEtcd, provisioner.ComponentAPIServer,
-	provisioner.ComponentControllerManager, provisioner.ComponentScheduler}
+// etcd, which no upgrade touches, comes first.
+var imageOrder = append([]string{provisioner.ComponentEtcd}, upgradeOrder...)
 
 // maxImageMessage bounds the kubelet's message copied into the condition:
 // it quotes the registry's error, whose length capn does not control.
@@ -58,8 +58,7 @@ func imagePullCondition(pods []corev1.Pod) metav1.Condition {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-		for _, s := range statuses {
+		for _, s := range containerStatuses(p) {
 			if w := s.State.Waiting; w != nil && slices.Contains(v1alpha1.ImagePullReasons, w.Reason) {
 				found = append(found, problem{p.Labels[provisioner.ComponentLabel], p.Name, s})
 			}

@@ -95,15 +95,17 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	images.ObservedGeneration = nc.Generation
 	meta.SetStatusCondition(&st.Conditions, images)
 	ready := components && tenantReady
-	notReady := "ComponentsNotReady"
-	if components {
-		notReady = "BootstrappingTenant" // RBAC for the kubeconfig group
+	readyCond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "AllComponentsAvailable", ObservedGeneration: nc.Generation}
+	switch {
+	case ready:
+	case images.Status == metav1.ConditionFalse:
+		readyCond.Status, readyCond.Reason, readyCond.Message = metav1.ConditionFalse, v1alpha1.ReasonImagePullFailed, images.Message
+	case components:
+		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, "BootstrappingTenant" // RBAC for the kubeconfig group
+	default:
+		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, "ComponentsNotReady"
 	}
-	set(v1alpha1.ConditionReady, ready, "AllComponentsAvailable", notReady)
-	if !ready && images.Status == metav1.ConditionFalse {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-			Reason: v1alpha1.ReasonImagePullFailed, Message: images.Message, ObservedGeneration: nc.Generation})
-	}
+	meta.SetStatusCondition(&st.Conditions, readyCond)
 
 	upgrading := false
 	for _, o := range []observed{api, kcm, sched} {

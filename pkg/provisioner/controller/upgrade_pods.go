@@ -70,13 +70,17 @@ func podProblem(p *corev1.Pod) string {
 	} else {
 		parts = append(parts, "phase "+string(p.Status.Phase)+", no Ready condition")
 	}
-	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-	for _, s := range statuses {
+	for _, s := range containerStatuses(p) {
 		if d := containerProblem(s); d != "" {
 			parts = append(parts, "container "+s.Name+": "+d)
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// containerStatuses are p's init and regular container statuses, in order.
+func containerStatuses(p *corev1.Pod) []corev1.ContainerStatus {
+	return append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 }
 
 // containerProblem is "" for a running container.
