@@ -43,6 +43,7 @@ CLUSTER_ENV = KUBECTL=$(KUBECTL) \
 	ETCD=$$(hack/build-tools.sh --print-path etcd) \
 	KUBELET=$$(hack/build-tools.sh --print-path kubelet) \
 	KUBE_PROXY=$$(hack/build-tools.sh --print-path kube-proxy) \
+	CAPN_RELEASE_BINS=$$(dirname $$(hack/build-tools.sh --print-dir kube-apiserver)) \
 	CAPN_IMAGES=$(OUT)/images.tar
 
 .PHONY: deps

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,12 +30,12 @@ import (
 )
 
 // profileComponents are the tenant components whose flags capn renders per
-// Kubernetes minor, with the base name of the env var holding the pinned
-// binary (the newest minor's; older ones add _V1_<minor>).
-var profileComponents = []struct{ name, env string }{
-	{provisioner.ComponentAPIServer, "KUBE_APISERVER"},
-	{provisioner.ComponentControllerManager, "KUBE_CONTROLLER_MANAGER"},
-	{provisioner.ComponentScheduler, "KUBE_SCHEDULER"},
+// Kubernetes minor. Their pinned binaries live in the version-keyed cache
+// hack/build-tools.sh fills: $CAPN_RELEASE_BINS/<release>/<component>.
+var profileComponents = []string{
+	provisioner.ComponentAPIServer,
+	provisioner.ComponentControllerManager,
+	provisioner.ComponentScheduler,
 }
 
 // TestProfileFlags proves, for every minor in versions.Supported, that the
@@ -70,17 +69,13 @@ func TestProfileFlags(t *testing.T) {
 			nc.Spec.Scheduler.Replicas = ptr.To[int32](3)
 		}},
 	}
-	for i, m := range versions.Supported {
-		newest := i == len(versions.Supported)-1
+	binRoot := env(t, "CAPN_RELEASE_BINS")
+	for _, m := range versions.Supported {
 		t.Run(m.Default, func(t *testing.T) {
 			bins := map[string]string{}
 			for _, c := range profileComponents {
-				name := c.env
-				if !newest {
-					name = fmt.Sprintf("%s_V1_%d", c.env, m.Minor)
-				}
-				bins[c.name] = env(t, name)
-				checkBinaryVersion(t, name, bins[c.name], m.Default)
+				bins[c] = filepath.Join(binRoot, m.Default, c)
+				checkBinaryVersion(t, c, bins[c], m.Default)
 			}
 			for _, v := range variants {
 				t.Run(v.name, func(t *testing.T) {
@@ -93,13 +88,13 @@ func TestProfileFlags(t *testing.T) {
 						t.Fatalf("builders.All: %v", err)
 					}
 					for _, c := range profileComponents {
-						t.Run(c.name, func(t *testing.T) {
-							ctr := componentContainer(t, objs, c.name)
-							if want := []string{c.name}; !slices.Equal(ctr.Command, want) {
+						t.Run(c, func(t *testing.T) {
+							ctr := componentContainer(t, objs, c)
+							if want := []string{c}; !slices.Equal(ctr.Command, want) {
 								t.Fatalf("command %q, want %q", ctr.Command, want)
 							}
 							args := expandEnvRefs(t, ctr)
-							checkFlagsAccepted(t, bins[c.name], args)
+							checkFlagsAccepted(t, bins[c], args)
 						})
 					}
 					t.Run("kube-scheduler config", func(t *testing.T) {
