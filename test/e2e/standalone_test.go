@@ -82,7 +82,7 @@ func TestStandaloneWithKubectl(t *testing.T) {
 			t.Fatalf("unexpected rows:\n%s", out)
 		}
 		wide := k.MustRun(t, "", "get", "nc", "-o", "wide")
-		for _, col := range []string{"CONTROLLER-MANAGERS", "SCHEDULERS", "ETCD"} {
+		for _, col := range []string{"CONTROLLER-MANAGERS", "SCHEDULERS", "ETCD", "REASON"} {
 			if !strings.Contains(strings.SplitN(wide, "\n", 2)[0], col) {
 				t.Fatalf("-o wide lacks %s:\n%s", col, wide)
 			}

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
 // Priority 0 columns show in `kubectl get`; priority 1 only with -o wide.
@@ -27,6 +28,7 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Controller-Managers", Type: "string", Priority: 1, Description: "Ready/desired kube-controller-manager replicas."},
 	{Name: "Schedulers", Type: "string", Priority: 1, Description: "Ready/desired kube-scheduler replicas."},
 	{Name: "Etcd", Type: "string", Priority: 1, Description: "Ready/desired etcd members, or External."},
+	{Name: "Reason", Type: "string", Priority: 1, Description: "Why the cluster is not healthy: the reason of ImagesAvailable=False, else Degraded=True, else Ready not True."},
 }
 
 type tableConvertor struct{}
@@ -64,6 +66,7 @@ func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ ru
 				readyOf(nc.Status.ControllerManager, nc.Spec.ControllerManager.Replicas),
 				readyOf(nc.Status.Scheduler, nc.Spec.Scheduler.Replicas),
 				etcdOf(nc),
+				reasonOf(nc),
 			},
 		})
 	}
@@ -92,6 +95,24 @@ func etcdOf(nc *capn.NestedCluster) string {
 		desired = nc.Spec.Etcd.Managed.Replicas
 	}
 	return readyOf(nc.Status.Etcd, desired)
+}
+
+// reasonOf picks the one condition reason a user should read first: a
+// missing image blocks everything else, a stalled upgrade comes next, and
+// otherwise Ready says why it is not (yet) True. Reasons are CamelCase words
+// the provisioner sets, never tenant text, so they are safe to show.
+func reasonOf(nc *capn.NestedCluster) string {
+	conds := nc.Status.Conditions
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionImagesAvailable); c != nil && c.Status == metav1.ConditionFalse {
+		return c.Reason
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+		return c.Reason
+	}
+	return ""
 }
 
 func age(t metav1.Time) string {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/registry/nestedcluster"
 )
 
@@ -39,7 +40,7 @@ func TestTableColumns(t *testing.T) {
 		priority int32
 	}{
 		{"Name", 0}, {"Version", 0}, {"Phase", 0}, {"APIServers", 0}, {"Endpoint", 0}, {"Age", 0},
-		{"Controller-Managers", 1}, {"Schedulers", 1}, {"Etcd", 1},
+		{"Controller-Managers", 1}, {"Schedulers", 1}, {"Etcd", 1}, {"Reason", 1},
 	}
 	if len(table.ColumnDefinitions) != len(want) {
 		t.Fatalf("got %d columns, want %d: %+v", len(table.ColumnDefinitions), len(want), table.ColumnDefinitions)
@@ -71,7 +72,7 @@ func TestTableRow(t *testing.T) {
 	}{
 		{
 			name: "ready cluster",
-			want: []interface{}{"tenant-a", "v1.37.2", "Ready", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "3/3"},
+			want: []interface{}{"tenant-a", "v1.37.2", "Ready", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "3/3", ""},
 		},
 		{
 			name: "deleting overrides the reported phase",
@@ -79,14 +80,46 @@ func TestTableRow(t *testing.T) {
 				now := metav1.Now()
 				nc.DeletionTimestamp = &now
 			},
-			want: []interface{}{"tenant-a", "v1.37.2", "Deleting", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "3/3"},
+			want: []interface{}{"tenant-a", "v1.37.2", "Deleting", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "3/3", ""},
 		},
 		{
 			name: "external etcd",
 			mutate: func(nc *capn.NestedCluster) {
 				nc.Spec.Etcd = capn.EtcdSpec{External: &capn.ExternalEtcd{Endpoints: []string{"https://etcd:2379"}}}
 			},
-			want: []interface{}{"tenant-a", "v1.37.2", "Ready", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "External"},
+			want: []interface{}{"tenant-a", "v1.37.2", "Ready", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "External", ""},
+		},
+		{
+			name: "a missing image is the reason, ahead of Degraded and Ready",
+			mutate: func(nc *capn.NestedCluster) {
+				nc.Status.Conditions = []metav1.Condition{
+					{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonImagePullFailed},
+					{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "UpgradeStalled"},
+					{Type: v1alpha1.ConditionImagesAvailable, Status: metav1.ConditionFalse, Reason: "ErrImageNeverPull"},
+				}
+			},
+			want: []interface{}{"tenant-a", "v1.37.2", "Ready", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "3/3", "ErrImageNeverPull"},
+		},
+		{
+			name: "a stalled upgrade is the reason when images are present",
+			mutate: func(nc *capn.NestedCluster) {
+				nc.Status.Conditions = []metav1.Condition{
+					{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Upgrading"},
+					{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "UpgradeStalled"},
+					{Type: v1alpha1.ConditionImagesAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonImagesPresent},
+				}
+			},
+			want: []interface{}{"tenant-a", "v1.37.2", "Ready", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "3/3", "UpgradeStalled"},
+		},
+		{
+			name: "otherwise Ready's reason while it is not True",
+			mutate: func(nc *capn.NestedCluster) {
+				nc.Status.Conditions = []metav1.Condition{
+					{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "EtcdUnavailable"},
+					{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected"},
+				}
+			},
+			want: []interface{}{"tenant-a", "v1.37.2", "Ready", "2/3", "https://tenant-a.example:6443", "10d", "2/2", "0/1", "3/3", "EtcdUnavailable"},
 		},
 		{
 			name: "fresh cluster without status or creation time",
@@ -95,12 +128,13 @@ func TestTableRow(t *testing.T) {
 				nc.CreationTimestamp = metav1.Time{}
 				nc.Spec.APIServer.Replicas = nil
 			},
-			want: []interface{}{"tenant-a", "v1.37.2", "", "0/0", "", "<unknown>", "0/2", "0/1", "0/3"},
+			want: []interface{}{"tenant-a", "v1.37.2", "", "0/0", "", "<unknown>", "0/2", "0/1", "0/3", ""},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := tableCluster(t, "tenant-a")
+			nc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Available"}}
 			if tc.mutate != nil {
 				tc.mutate(nc)
 			}
@@ -163,7 +197,7 @@ func TestTableList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(empty.Rows) != 0 || len(empty.ColumnDefinitions) != 9 {
+	if len(empty.Rows) != 0 || len(empty.ColumnDefinitions) != 10 {
 		t.Errorf("empty list: %d rows, %d columns; want 0 rows and all columns", len(empty.Rows), len(empty.ColumnDefinitions))
 	}
 }
