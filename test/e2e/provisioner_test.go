@@ -104,6 +104,16 @@ func TestProvisionerOnNode(t *testing.T) {
 				mu.Unlock()
 			})
 		}
+		// Alongside the tenants: image pulls stay on the machine, and a
+		// cluster with a missing component image says so.
+		t.Run("pulls stay local", func(t *testing.T) {
+			t.Parallel()
+			checkPullsStayLocal(t, admin, node)
+		})
+		t.Run("missing image", func(t *testing.T) {
+			t.Parallel()
+			checkMissingComponentImage(t, k, admin)
+		})
 	})
 	if t.Failed() {
 		return

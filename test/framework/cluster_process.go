@@ -151,6 +151,22 @@ func (p *Process) WaitHealthy(client *http.Client, url string, timeout time.Dura
 	}
 }
 
+// Consistently polls cond every second for d, failing the test the first
+// time it does not hold: for "keeps saying so" checks, never as a wait.
+func Consistently(t TB, d time.Duration, what string, cond func() (ok bool, last string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if ok, last := cond(); !ok {
+			t.Fatalf("%s stopped holding after %s of %s; last: %s", what, d-time.Until(deadline), d, last)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // Eventually polls cond every 200ms until it holds, failing the test after
 // timeout with what was awaited and cond's last report.
 func Eventually(t TB, timeout time.Duration, what string, cond func() (ok bool, last string)) {
