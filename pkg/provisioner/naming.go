@@ -7,6 +7,8 @@ package provisioner
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strings"
 
 	"capn.dev/capn/pkg/apis/capn"
@@ -24,6 +26,11 @@ const (
 // Label keys. ClusterLabel and ComponentLabel are also what
 // nestedcluster.APIServerSelector uses, so /scale and HPA find the pods.
 const (
+	// OwnerUIDLabel holds the owning NestedCluster's UID on the metadata of
+	// every object capn creates (not on pod templates: adding it there
+	// would restart every tenant). Names and the other labels can be
+	// spoofed; this is what capn checks before it acts on an object.
+	OwnerUIDLabel         = "capn.dev/owner-uid"
 	ClusterLabel          = "capn.dev/cluster"
 	ClusterNamespaceLabel = "capn.dev/cluster-namespace"
 	ComponentLabel        = "capn.dev/component"
@@ -100,26 +107,105 @@ const FrontProxyClientCommonName = "front-proxy-client"
 // namespacePrefix marks management namespaces as capn's at a glance.
 const namespacePrefix = "capn-"
 
-// hashLength hex characters of sha256 keep truncated names unique.
-const hashLength = 8
-
 // maxLabel is the DNS-1123 label limit a namespace name must meet.
 const maxLabel = 63
 
 // ManagementNamespace is the namespace of the management cluster holding
-// nc's control plane: "capn-<ns>-<name>-<hash>". The readable part is cut so
-// the whole stays a DNS-1123 label (≤ 63); the hash of "<ns>/<name>" always
-// follows, so cut names cannot collide and neither can pairs that join to
-// the same text ("a-b"/"c" and "a"/"b-c").
+// nc's control plane: "capn-<ns>-<name>-<uid>", where <uid> is nc's UID
+// without dashes (32 hex characters, all 128 bits) and the readable part is
+// cut so the whole stays a DNS-1123 label. The API server assigns UIDs and
+// never reuses one, so no tenant can choose a name that maps to another
+// cluster's namespace; a cluster deleted and created again gets a fresh one.
+// Clusters created before this scheme keep their LegacyNamespace (see
+// ResolveNamespace).
 func ManagementNamespace(nc *capn.NestedCluster) string {
-	sum := sha256.Sum256([]byte(nc.Namespace + "/" + nc.Name))
-	suffix := "-" + hex.EncodeToString(sum[:])[:hashLength]
-	readable := namespacePrefix + nc.Namespace + "-" + nc.Name
-	if max := maxLabel - len(suffix); len(readable) > max {
-		readable = readable[:max]
+	suffix := "-" + strings.ReplaceAll(string(nc.UID), "-", "")
+	if nc.UID == "" {
+		// Only unstored objects (unit tests, dry runs) lack a UID; they
+		// never reach a cluster, and the name must still be a valid label.
+		suffix = "-nouid"
 	}
-	// A cut may end on a dash; "--<hash>" is legal but reads as a typo.
-	return strings.TrimRight(readable, "-") + suffix
+	return readable(nc, maxLabel-len(suffix)) + suffix
+}
+
+// legacyHashLength hex characters of sha256("<ns>/<name>") ended the names
+// capn gave namespaces before they were derived from the UID: 32 bits, few
+// enough for a tenant to brute-force a collision, which is why they are
+// only ever trusted together with the owner labels (ResolveNamespace).
+const legacyHashLength = 8
+
+// LegacyNamespace is the name capn gave nc's management namespace before
+// ManagementNamespace used the UID: "capn-<ns>-<name>-<8 hex of sha256>".
+func LegacyNamespace(nc *capn.NestedCluster) string {
+	sum := sha256.Sum256([]byte(nc.Namespace + "/" + nc.Name))
+	suffix := "-" + hex.EncodeToString(sum[:])[:legacyHashLength]
+	return readable(nc, maxLabel-len(suffix)) + suffix
+}
+
+// ErrNotOwned: a namespace capn would use carries another owner's UID.
+var ErrNotOwned = errors.New("owned by another NestedCluster")
+
+// NamespaceLookup returns the labels of the live namespace name, never nil
+// for one that exists (NonNilLabels), and nil when there is none.
+type NamespaceLookup func(name string) (map[string]string, error)
+
+// NonNilLabels returns l, or an empty map for nil: for NamespaceLookup.
+func NonNilLabels(l map[string]string) map[string]string {
+	if l == nil {
+		return map[string]string{}
+	}
+	return l
+}
+
+// ResolveNamespace decides which management namespace is nc's, from what
+// lookup finds. The UID-derived ManagementNamespace wins when it exists, and
+// must then carry nc's UID: anything else is refused with ErrNotOwned, never
+// adopted. Only when it does not exist is LegacyNamespace considered, and
+// used if it is this cluster's: it already carries nc's UID, or (made by a
+// capn that set no UID label) its owner labels name nc's namespace and name,
+// which a colliding cluster's cannot. Otherwise the UID-derived name is the
+// one to create. A legacy namespace is claimed by stamping the UID label on
+// it, after which only the UID counts.
+func ResolveNamespace(nc *capn.NestedCluster, lookup NamespaceLookup) (string, error) {
+	name := ManagementNamespace(nc)
+	current, err := lookup(name)
+	if err != nil {
+		return "", err
+	}
+	if current != nil {
+		if !OwnedBy(current, nc) {
+			return "", fmt.Errorf("namespace %s: %w", name, ErrNotOwned)
+		}
+		return name, nil
+	}
+	legacyName := LegacyNamespace(nc)
+	legacy, err := lookup(legacyName)
+	if err != nil {
+		return "", err
+	}
+	if legacy != nil && LegacyOwnedBy(legacy, nc) {
+		return legacyName, nil
+	}
+	return name, nil
+}
+
+// LegacyOwnedBy reports whether a namespace's labels make it nc's under
+// the legacy rule: its UID if it has one, else the owner labels.
+func LegacyOwnedBy(l map[string]string, nc *capn.NestedCluster) bool {
+	if _, ok := l[OwnerUIDLabel]; ok {
+		return OwnedBy(l, nc)
+	}
+	return l[ManagedByLabel] == ManagedByValue && l[ClusterLabel] == nc.Name && l[ClusterNamespaceLabel] == nc.Namespace
+}
+
+// readable is "capn-<ns>-<name>" cut to max characters. A cut may end on a
+// dash; "--<suffix>" is legal but reads as a typo, so it is trimmed.
+func readable(nc *capn.NestedCluster, max int) string {
+	r := namespacePrefix + nc.Namespace + "-" + nc.Name
+	if len(r) > max {
+		r = r[:max]
+	}
+	return strings.TrimRight(r, "-")
 }
 
 // Labels go on every object capn creates for nc.
@@ -129,6 +215,18 @@ func Labels(nc *capn.NestedCluster) map[string]string {
 		ClusterNamespaceLabel: nc.Namespace,
 		ManagedByLabel:        ManagedByValue,
 	}
+}
+
+// OwnerLabels are Labels plus OwnerUIDLabel, for object metadata.
+func OwnerLabels(nc *capn.NestedCluster) map[string]string {
+	l := Labels(nc)
+	l[OwnerUIDLabel] = string(nc.UID)
+	return l
+}
+
+// OwnedBy reports whether labels carry nc's UID.
+func OwnedBy(labels map[string]string, nc *capn.NestedCluster) bool {
+	return nc.UID != "" && labels[OwnerUIDLabel] == string(nc.UID)
 }
 
 // ComponentLabels are Labels plus the component, for one component's

@@ -2,8 +2,13 @@ package provisioner
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"k8s.io/apimachinery/pkg/labels"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -20,6 +25,7 @@ var _ = flag.Bool("update", false, "rewrite golden files (builders only)")
 func nc(ns, name string) *capn.NestedCluster {
 	c := &capn.NestedCluster{}
 	c.Namespace, c.Name = ns, name
+	c.UID = uuid.NewUUID()
 	return c
 }
 
@@ -33,38 +39,85 @@ func TestManagementNamespace(t *testing.T) {
 		{longNS, longName},
 		{"a", "b"},
 		// A cut landing on a dash.
-		{strings.Repeat("x", 48) + "-y", "z"},
+		{strings.Repeat("x", 24), "zz"},
 	}
 	seen := map[string]string{}
 	for _, tc := range cases {
-		got := ManagementNamespace(nc(tc.ns, tc.name))
-		if again := ManagementNamespace(nc(tc.ns, tc.name)); again != got {
-			t.Errorf("%s/%s: not deterministic: %s then %s", tc.ns, tc.name, got, again)
-		}
-		if errs := utilvalidation.IsDNS1123Label(got); len(errs) > 0 {
-			t.Errorf("%s/%s: %q is not a DNS-1123 label: %v", tc.ns, tc.name, got, errs)
-		}
-		if !strings.HasPrefix(got, "capn-") || strings.Contains(got, "--") {
-			t.Errorf("%s/%s: %q: want capn-<ns>-<name>-<hash> without a doubled dash", tc.ns, tc.name, got)
-		}
+		c := nc(tc.ns, tc.name)
+		got := ManagementNamespace(c)
+		assert.Equal(t, got, ManagementNamespace(c), "not deterministic")
+		assert.Empty(t, utilvalidation.IsDNS1123Label(got), "%q is not a DNS-1123 label", got)
+		assert.True(t, strings.HasPrefix(got, "capn-") && !strings.Contains(got, "--"), "%q: want capn-<ns>-<name>-<uid> without a doubled dash", got)
+		assert.True(t, strings.HasSuffix(got, "-"+strings.ReplaceAll(string(c.UID), "-", "")), "%q does not end in all 128 bits of the UID", got)
 		if prev, dup := seen[got]; dup {
 			t.Errorf("%s/%s and %s map to the same namespace %s", tc.ns, tc.name, prev, got)
 		}
 		seen[got] = tc.ns + "/" + tc.name
 	}
-	if got := ManagementNamespace(nc("default", "demo")); got != "capn-default-demo-02c8c86b" {
-		t.Errorf("short names must stay readable and stable across releases: got %s", got)
+	c := nc("default", "demo")
+	c.UID = "6f1c2b9e-3d4a-4e5f-8a7b-0c1d2e3f4a5b"
+	assert.Equal(t, "capn-default-demo-6f1c2b9e3d4a4e5f8a7b0c1d2e3f4a5b", ManagementNamespace(c), "short names stay readable")
+}
+
+// The security finding: with 32 bits of hash, a tenant could pick a name
+// whose legacy namespace is a victim's. The UID-derived name of two
+// clusters with any names is never the same, and the same (namespace,
+// name) created again gets a new one.
+func TestManagementNamespaceNotForgeable(t *testing.T) {
+	victim, attacker := nc("team-a", "prod"), nc("team-a", "prod")
+	assert.NotEqual(t, ManagementNamespace(victim), ManagementNamespace(attacker), "same name, different UIDs")
+	assert.Equal(t, LegacyNamespace(victim), LegacyNamespace(attacker), "the legacy name depends on the name only")
+}
+
+func TestLegacyNamespace(t *testing.T) {
+	// The names the older capn gave; they must not change, or legacy
+	// clusters would lose their namespace.
+	assert.Equal(t, "capn-default-demo-02c8c86b", LegacyNamespace(nc("default", "demo")))
+	long := LegacyNamespace(nc(strings.Repeat("s", 63), strings.Repeat("n", validation.MaxNameLength)))
+	assert.Len(t, long, 63)
+	assert.Empty(t, utilvalidation.IsDNS1123Label(long))
+}
+
+func TestResolveNamespace(t *testing.T) {
+	c := nc("team-a", "demo")
+	owned := map[string]string{OwnerUIDLabel: string(c.UID)}
+	legacyLabels := map[string]string{ManagedByLabel: ManagedByValue, ClusterLabel: "demo", ClusterNamespaceLabel: "team-a"}
+	otherUID := map[string]string{OwnerUIDLabel: "0000", ManagedByLabel: ManagedByValue, ClusterLabel: "demo", ClusterNamespaceLabel: "team-a"}
+	victimLegacy := map[string]string{ManagedByLabel: ManagedByValue, ClusterLabel: "victim", ClusterNamespaceLabel: "team-v"}
+	cases := []struct {
+		name            string
+		current, legacy map[string]string
+		want            string
+		err             error
+	}{
+		{name: "new cluster", want: ManagementNamespace(c)},
+		{name: "own namespace", current: owned, want: ManagementNamespace(c)},
+		{name: "foreign namespace at the UID name", current: map[string]string{}, err: ErrNotOwned},
+		{name: "another UID at the UID name", current: otherUID, err: ErrNotOwned},
+		{name: "legacy namespace of this cluster", legacy: legacyLabels, want: LegacyNamespace(c)},
+		{name: "legacy namespace claimed by this UID", legacy: owned, want: LegacyNamespace(c)},
+		{name: "legacy name held by another UID", legacy: otherUID, want: ManagementNamespace(c)},
+		{name: "legacy name is a victim's (collision)", legacy: victimLegacy, want: ManagementNamespace(c)},
+		{name: "unlabelled namespace at the legacy name", legacy: map[string]string{}, want: ManagementNamespace(c)},
 	}
-	// Joins that read the same, and long names that share the cut prefix,
-	// still differ by hash.
-	pairs := [][2]*capn.NestedCluster{
-		{nc("a-b", "c"), nc("a", "b-c")},
-		{nc(longNS, longName), nc(longNS, longName[:39]+"m")},
-	}
-	for _, p := range pairs {
-		if a, b := ManagementNamespace(p[0]), ManagementNamespace(p[1]); a == b {
-			t.Errorf("%s/%s and %s/%s collide: %s", p[0].Namespace, p[0].Name, p[1].Namespace, p[1].Name, a)
-		}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ResolveNamespace(c, func(name string) (map[string]string, error) {
+				switch name {
+				case ManagementNamespace(c):
+					return tc.current, nil
+				case LegacyNamespace(c):
+					return tc.legacy, nil
+				}
+				return nil, fmt.Errorf("unexpected lookup of %s", name)
+			})
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
 	}
 }
 

@@ -110,8 +110,8 @@ func checkMissingComponentImage(t *testing.T, k, admin framework.Kubectl) {
 	})
 	t.Logf("numbers: missing kube-controller-manager image reported %s after create", reported.Round(time.Millisecond))
 
+	ns := mgmtNamespace(t, admin, name)
 	k.MustRun(t, "", "delete", "nc", name, "--timeout=3m")
-	ns := mgmtNamespace(name)
 	framework.Eventually(t, 3*time.Minute, "management namespace "+ns+" to be gone", func() (bool, string) {
 		r := admin.Run("", "get", "namespace", ns, "-o", "name")
 		return r.Err != nil && strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr

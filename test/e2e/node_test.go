@@ -100,7 +100,7 @@ func TestCapnOnNode(t *testing.T) {
 		return r.Stdout == "True", r.Stdout + r.Stderr
 	})
 	readyAfterRestart := time.Since(restarted)
-	mgmtNS := mgmtNamespace("demo")
+	mgmtNS := mgmtNamespace(t, admin, "demo")
 	objects := admin.MustRun(t, "", "get", "statefulsets,deployments,replicasets,pods", "-n", mgmtNS, "-o", "name")
 	counts := map[string]int{}
 	for _, o := range strings.Fields(objects) {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/test/framework"
@@ -130,20 +132,24 @@ func TestProvisionerOnNode(t *testing.T) {
 	if puts := externalEtcdPuts(t, c); puts-putsBefore < 100 {
 		t.Errorf("external etcd saw %v puts since the tenant was created, want the tenant's writes (>= 100)", puts-putsBefore)
 	}
-	extNS := mgmtNamespace("ext")
+	extNS := mgmtNamespace(t, admin, "ext")
 	if out := admin.MustRun(t, "", "get", "statefulsets,pods", "-n", extNS, "-l", provisioner.ComponentLabel+"="+provisioner.ComponentEtcd, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("capn runs an etcd for the external-etcd tenant: %s", out)
 	}
 
-	rss := tenantRSS(t, c, admin, node, mgmtNamespace("demo"))
+	rss := tenantRSS(t, c, admin, node, mgmtNamespace(t, admin, "demo"))
 	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
 
+	namespaces := map[string]string{}
+	for _, tc := range cases {
+		namespaces[tc.name] = mgmtNamespace(t, admin, tc.name)
+	}
 	deleted := time.Now()
 	for _, tc := range cases {
 		k.MustRun(t, "", "delete", "nc", tc.name, "--wait=false")
 	}
 	for _, tc := range cases {
-		ns := mgmtNamespace(tc.name)
+		ns := namespaces[tc.name]
 		framework.Eventually(t, 3*time.Minute, "management namespace "+ns+" to be gone", func() (bool, string) {
 			r := admin.Run("", "get", "namespace", ns, "-o", "name")
 			return r.Err != nil && strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr
@@ -170,9 +176,13 @@ func TestProvisionerOnNode(t *testing.T) {
 	t.Logf("numbers: delete of 3 tenants -> all namespaces gone %s", gone.Round(time.Millisecond))
 }
 
-func mgmtNamespace(name string) string {
+// mgmtNamespace is the management namespace of NestedCluster default/name,
+// as capn names it: from the cluster's UID (so it must still exist).
+func mgmtNamespace(t *testing.T, k framework.Kubectl, name string) string {
+	t.Helper()
 	nc := &capn.NestedCluster{}
 	nc.Namespace, nc.Name = "default", name
+	nc.UID = types.UID(k.MustRun(t, "", "get", "nc", name, "-n", "default", "-o", "jsonpath={.metadata.uid}"))
 	return provisioner.ManagementNamespace(nc)
 }
 
@@ -221,7 +231,7 @@ func resyncWrites(t *testing.T, c *framework.Cluster, servingCA *framework.CA, k
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := mgmtNamespace(name)
+	ns := mgmtNamespace(t, admin, name)
 	versions := func() string {
 		cols := "custom-columns=K:.kind,N:.metadata.name,RV:.metadata.resourceVersion"
 		return admin.MustRun(t, "", "get", "namespace", ns, "-o", cols, "--no-headers") +
@@ -254,7 +264,9 @@ func resyncWrites(t *testing.T, c *framework.Cluster, servingCA *framework.CA, k
 
 func dumpProvisioner(t *testing.T, admin framework.Kubectl, cases []tenantCase) {
 	for _, tc := range cases {
-		ns := mgmtNamespace(tc.name)
+		// By labels: the cluster may be gone already.
+		ns := strings.TrimPrefix(strings.TrimSpace(admin.Run("", "get", "namespaces", "-l",
+			provisioner.ClusterLabel+"="+tc.name+","+provisioner.ClusterNamespaceLabel+"=default", "-o", "name").Stdout), "namespace/")
 		for _, args := range [][]string{
 			{"get", "pods", "-n", ns, "-o", "wide"},
 			{"describe", "nc", tc.name, "-n", "default"},

@@ -16,7 +16,7 @@ import (
 // workload changed; it returns the time a 1 -> 3 apiserver scale took.
 func testScaling(t *testing.T, e *upgradeEnv, name, oneReplica string) string {
 	t.Helper()
-	ns := mgmtNamespace(name)
+	ns := mgmtNamespace(t, e.admin, name)
 	gen := func(d string) string { return e.jsonpath(t, ns, "deployment/"+d, "{.metadata.generation}") }
 	apiGen, schedGen := gen(provisioner.APIServerName), gen(provisioner.SchedulerName)
 
@@ -91,7 +91,7 @@ spec:
 // alone, and roll back when the version is set back.
 func testStuckUpgrade(t *testing.T, e *upgradeEnv, name string) {
 	t.Helper()
-	ns := mgmtNamespace(name)
+	ns := mgmtNamespace(t, e.admin, name)
 	version := func(d string) string {
 		return e.jsonpath(t, ns, "deployment/"+d, `{.metadata.generation} {.spec.template.metadata.annotations.capn\.dev/version}`)
 	}

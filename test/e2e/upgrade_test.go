@@ -115,7 +115,7 @@ func TestUpgradeOnNode(t *testing.T) {
 	e.waitReady(t, "up", 5*time.Minute)
 	e.waitReady(t, "stuck", 5*time.Minute)
 
-	ns := mgmtNamespace("up")
+	ns := mgmtNamespace(t, e.admin, "up")
 	etcdUID := e.jsonpath(t, ns, "pod/etcd-0", "{.metadata.uid}")
 	etcdImage := e.jsonpath(t, ns, "statefulset/etcd", "{.spec.template.spec.containers[0].image}")
 	if min := e.jsonpath(t, ns, "pdb/kube-apiserver", "{.spec.minAvailable}"); min != "1" {

@@ -84,7 +84,7 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 		out.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{"start-capn-provisioner": o.provisionerHook(mgmt, cfg.ClientConfig)}
 		// Every replica serves kubeconfigs, not only the provisioning leader:
 		// signing needs only the CA Secret, which the provisioner wrote.
-		out.KubeconfigIssuer = &access.Issuer{Management: mgmtClient}
+		out.KubeconfigIssuer = kubeconfigIssuer{&access.Issuer{Management: mgmtClient}}
 		out.MaxKubeconfigExpiration = o.MaxKubeconfigExpiration
 	}
 	return out, nil

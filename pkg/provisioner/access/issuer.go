@@ -5,6 +5,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,8 +18,11 @@ import (
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/pki"
-	"capn.dev/capn/pkg/registry/nestedcluster"
 )
+
+// ErrNotProvisioned: the tenant's CA or apiserver Service does not exist
+// yet. The API server maps it to 409 Conflict.
+var ErrNotProvisioned = errors.New("the control plane is not provisioned yet")
 
 // TenantAdminsGroup is the group of every certificate the kubeconfig
 // subresource issues. The provisioner binds it to cluster-admin inside the
@@ -34,9 +38,7 @@ type Issuer struct {
 	Now func() time.Time
 }
 
-var _ nestedcluster.KubeconfigIssuer = &Issuer{}
-
-// Issue implements nestedcluster.KubeconfigIssuer.
+// Issue signs a kubeconfig for user, valid for ttl, with nc's cluster CA.
 func (i *Issuer) Issue(ctx context.Context, nc *capn.NestedCluster, user string, ttl time.Duration) ([]byte, time.Time, error) {
 	ca, server, err := Endpoint(ctx, i.Management, nc)
 	if err != nil {
@@ -58,12 +60,27 @@ func (i *Issuer) Issue(ctx context.Context, nc *capn.NestedCluster, user string,
 // Endpoint returns nc's cluster CA (with its key: callers sign with it and
 // must not leak it) and the URL tenants reach its apiserver at (as
 // status.endpoint: the load balancer, else the ClusterIP), or an error
-// wrapping nestedcluster.ErrNotProvisioned while either is missing.
+// wrapping ErrNotProvisioned while either is missing. It reads only the
+// namespace provisioner.ResolveNamespace gives nc, so a cluster can never
+// be handed another cluster's CA (a name collision is refused with
+// provisioner.ErrNotOwned).
 func Endpoint(ctx context.Context, c kubernetes.Interface, nc *capn.NestedCluster) (*pki.CA, string, error) {
-	ns := provisioner.ManagementNamespace(nc)
+	ns, err := provisioner.ResolveNamespace(nc, func(name string) (map[string]string, error) {
+		live, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("getting namespace %s: %w", name, err)
+		}
+		return provisioner.NonNilLabels(live.Labels), nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("resolving the management namespace: %w", err)
+	}
 	sec, err := c.CoreV1().Secrets(ns).Get(ctx, provisioner.SecretCA, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, "", fmt.Errorf("%w: no cluster CA", nestedcluster.ErrNotProvisioned)
+		return nil, "", fmt.Errorf("%w: no cluster CA", ErrNotProvisioned)
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the cluster CA: %w", err)
@@ -74,7 +91,7 @@ func Endpoint(ctx context.Context, c kubernetes.Interface, nc *capn.NestedCluste
 	}
 	svc, err := c.CoreV1().Services(ns).Get(ctx, provisioner.APIServerName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && svc.Spec.ClusterIP == "") {
-		return nil, "", fmt.Errorf("%w: no apiserver Service", nestedcluster.ErrNotProvisioned)
+		return nil, "", fmt.Errorf("%w: no apiserver Service", ErrNotProvisioned)
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the apiserver Service: %w", err)

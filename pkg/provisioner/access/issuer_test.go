@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -17,14 +19,14 @@ import (
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/pki"
-	"capn.dev/capn/pkg/registry/nestedcluster"
 )
 
 func TestIssue(t *testing.T) {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	nc := &capn.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo"}}
+	nc := &capn.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo", UID: "6f1c2b9e-3d4a-4e5f-8a7b-0c1d2e3f4a5b"}}
 	nc.Spec.APIServer.Service.Port = 6443
 	ns := provisioner.ManagementNamespace(nc)
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: provisioner.OwnerLabels(nc)}}
 	cas, err := pki.GenerateCAs(now, "team-a/demo")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +37,7 @@ func TestIssue(t *testing.T) {
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.42"}}
 
 	for _, objs := range [][]string{{}, {"ca"}, {"svc"}} {
-		c := fake.NewClientset()
+		c := fake.NewClientset(nsObj)
 		for _, o := range objs {
 			if o == "ca" {
 				_, _ = c.CoreV1().Secrets(ns).Create(context.Background(), caSecret, metav1.CreateOptions{})
@@ -44,12 +46,12 @@ func TestIssue(t *testing.T) {
 			}
 		}
 		_, _, err := (&Issuer{Management: c}).Issue(context.Background(), nc, "alice", time.Hour)
-		if !errors.Is(err, nestedcluster.ErrNotProvisioned) {
+		if !errors.Is(err, ErrNotProvisioned) {
 			t.Errorf("with only %v: got %v, want ErrNotProvisioned", objs, err)
 		}
 	}
 
-	c := fake.NewClientset(caSecret, svc)
+	c := fake.NewClientset(nsObj, caSecret, svc)
 	data, expires, err := (&Issuer{Management: c, Now: func() time.Time { return now }}).Issue(context.Background(), nc, "alice", 2*time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +83,41 @@ func TestIssue(t *testing.T) {
 	}
 	if err := cert.CheckSignatureFrom(cas.Cluster.Cert); err != nil {
 		t.Errorf("not signed by the tenant CA: %v", err)
+	}
+}
+
+// The finding: a cluster whose namespace name maps to one that another
+// cluster owns must never be signed for with that cluster's CA.
+func TestIssueRefusesAnotherOwnersNamespace(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	victim := &capn.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod", UID: "11111111-1111-4111-8111-111111111111"}}
+	attacker := victim.DeepCopy()
+	attacker.UID = "22222222-2222-4222-8222-222222222222"
+	cas, err := pki.GenerateCAs(now, "team-a/prod")
+	require.NoError(t, err)
+	for name, nsName := range map[string]string{
+		// The old scheme's collision: the attacker's legacy name is the
+		// victim's namespace (here: same namespace and name).
+		"legacy name": provisioner.LegacyNamespace(victim),
+		// A namespace at the attacker's own UID name that is not its.
+		"uid name": provisioner.ManagementNamespace(attacker),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientset(
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName, Labels: provisioner.OwnerLabels(victim)}},
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: provisioner.SecretCA},
+					Data: map[string][]byte{corev1.TLSCertKey: cas.Cluster.CertPEM, corev1.TLSPrivateKeyKey: cas.Cluster.KeyPEM}},
+				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: provisioner.APIServerName},
+					Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.42"}})
+			data, _, err := (&Issuer{Management: c}).Issue(context.Background(), attacker, "mallory", time.Hour)
+			require.Error(t, err)
+			assert.Nil(t, data)
+			if name == "uid name" {
+				assert.ErrorIs(t, err, provisioner.ErrNotOwned)
+			} else {
+				assert.ErrorIs(t, err, ErrNotProvisioned, "the legacy namespace is the victim's; the attacker has none")
+			}
+		})
 	}
 }
 

@@ -85,15 +85,15 @@ func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
 
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: objectMeta(nc, provisioner.APIServerName, component),
+		ObjectMeta: objectMeta(nc, p, provisioner.APIServerName, component),
 		Spec: corev1.ServiceSpec{
 			Type:     spec.Service.Type,
 			Selector: provisioner.SelectorLabels(nc, component),
 			Ports:    []corev1.ServicePort{servicePort("https", spec.Service.Port, profiles.APIServerPort)},
 		},
 	}
-	return appendObjects(nil, podDisruptionBudget(nc, provisioner.APIServerName, component, replicas),
-		configMap(nc, provisioner.APIServerConfigName, component, config),
-		deployment(nc, provisioner.APIServerName, component, replicas, tpl, false),
+	return appendObjects(nil, podDisruptionBudget(nc, p, provisioner.APIServerName, component, replicas),
+		configMap(nc, p, provisioner.APIServerConfigName, component, config),
+		deployment(nc, p, provisioner.APIServerName, component, replicas, tpl, false),
 		svc), nil
 }

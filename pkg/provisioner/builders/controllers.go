@@ -99,12 +99,12 @@ func controller(nc *capn.NestedCluster, p Params, s controllerSpec) ([]Object, e
 		config = s.config(prof)
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: profiles.ConfigDir, ReadOnly: true})
 		volumes = append(volumes, configMapVolume("config", s.configMap))
-		objs = append(objs, configMap(nc, s.configMap, s.component, config))
+		objs = append(objs, configMap(nc, p, s.configMap, s.component, config))
 	}
 	tpl := podTemplate(nc, s.component, podAnnotations(version, p, config), podSpec(nc, s.component, c, volumes))
 	if err := customize(&tpl, s.component, s.spec); err != nil {
 		return nil, err
 	}
-	objs = append(objs, deployment(nc, s.name, s.component, replicas, tpl, true))
-	return appendObjects(objs, podDisruptionBudget(nc, s.name, s.component, replicas)), nil
+	objs = append(objs, deployment(nc, p, s.name, s.component, replicas, tpl, true))
+	return appendObjects(objs, podDisruptionBudget(nc, p, s.name, s.component, replicas)), nil
 }

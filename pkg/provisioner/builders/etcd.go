@@ -37,7 +37,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns := provisioner.ManagementNamespace(nc)
+	ns := namespaceOf(nc, p)
 	in := profiles.Params{EtcdClusterToken: ns}
 	podIP, podName := "$("+profiles.EnvPodIP+")", "$("+profiles.EnvPodName+")"
 	if replicas == 1 {
@@ -135,7 +135,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	selector := provisioner.SelectorLabels(nc, provisioner.ComponentEtcd)
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: objectMeta(nc, provisioner.EtcdName, provisioner.ComponentEtcd),
+		ObjectMeta: objectMeta(nc, p, provisioner.EtcdName, provisioner.ComponentEtcd),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To(replicas),
 			Selector:    &metav1.LabelSelector{MatchLabels: selector},
@@ -150,7 +150,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	}
 	client := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: objectMeta(nc, provisioner.EtcdName, provisioner.ComponentEtcd),
+		ObjectMeta: objectMeta(nc, p, provisioner.EtcdName, provisioner.ComponentEtcd),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: selector,
@@ -159,7 +159,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	}
 	headless := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: objectMeta(nc, provisioner.EtcdHeadlessServiceName, provisioner.ComponentEtcd),
+		ObjectMeta: objectMeta(nc, p, provisioner.EtcdHeadlessServiceName, provisioner.ComponentEtcd),
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  selector,
@@ -171,6 +171,6 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 			},
 		},
 	}
-	pdb := podDisruptionBudget(nc, provisioner.EtcdName, provisioner.ComponentEtcd, replicas)
+	pdb := podDisruptionBudget(nc, p, provisioner.EtcdName, provisioner.ComponentEtcd, replicas)
 	return appendObjects(nil, pdb, headless, client, sts), nil
 }

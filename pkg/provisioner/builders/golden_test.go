@@ -119,7 +119,7 @@ func render(t *testing.T, nc *capn.NestedCluster, p Params, objs []Object) []byt
 	}
 	sans := []named{{"apiServer", APIServerSANs(nc, p)}}
 	if nc.Spec.Etcd.Managed != nil {
-		sans = append(sans, named{"etcdServer", EtcdServerSANs(nc, p)}, named{"etcdPeer", EtcdPeerSANs(nc)})
+		sans = append(sans, named{"etcdServer", EtcdServerSANs(nc, p)}, named{"etcdPeer", EtcdPeerSANs(nc, p)})
 	}
 	for _, s := range sans {
 		fmt.Fprintf(&buf, "# %sSANs: dns=%s ip=%s\n", s.name, strings.Join(s.sans.DNSNames, ","), strings.Join(s.sans.IPAddresses, ","))

@@ -59,6 +59,20 @@ type Params struct {
 	// whole of the builders' part in an upgrade: they stay pure, and the
 	// controller, which sees the live Deployments, decides the order.
 	Versions ComponentVersions
+	// Namespace is the management namespace the controller resolved for
+	// the cluster (provisioner.ResolveNamespace); empty means
+	// provisioner.ManagementNamespace. A cluster made by an older capn keeps
+	// its legacy name, and everything rendered from it (DNS names in
+	// certificates, etcd's cluster token) stays exactly as it was.
+	Namespace string
+}
+
+// namespaceOf is the namespace every object of nc is rendered into.
+func namespaceOf(nc *capn.NestedCluster, p Params) string {
+	if p.Namespace != "" {
+		return p.Namespace
+	}
+	return provisioner.ManagementNamespace(nc)
 }
 
 // ComponentVersions are per-component versions; an empty one means
@@ -98,7 +112,7 @@ type Object interface {
 // All returns every object of nc's control plane: the namespace, etcd (when
 // managed), kube-apiserver, kube-controller-manager and kube-scheduler.
 func All(nc *capn.NestedCluster, p Params) ([]Object, error) {
-	out := []Object{Namespace(nc)}
+	out := []Object{Namespace(nc, p)}
 	for _, build := range []func(*capn.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler} {
 		objs, err := build(nc, p)
 		if err != nil {
@@ -112,14 +126,14 @@ func All(nc *capn.NestedCluster, p Params) ([]Object, error) {
 // Namespace is the management namespace. Pod Security enforces "baseline",
 // the level the API's podTemplate validation guarantees; capn's own pods
 // meet "restricted", so a warning means a user's podTemplate lowered it.
-func Namespace(nc *capn.NestedCluster) *corev1.Namespace {
-	labels := provisioner.Labels(nc)
+func Namespace(nc *capn.NestedCluster, p Params) *corev1.Namespace {
+	labels := provisioner.OwnerLabels(nc)
 	labels["pod-security.kubernetes.io/enforce"] = "baseline"
 	labels["pod-security.kubernetes.io/warn"] = "restricted"
 	labels["pod-security.kubernetes.io/audit"] = "restricted"
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: provisioner.ManagementNamespace(nc), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: namespaceOf(nc, p), Labels: labels},
 	}
 }
 
@@ -127,7 +141,7 @@ func Namespace(nc *capn.NestedCluster) *corev1.Namespace {
 // reach the tenant apiserver from inside the management cluster: the
 // Service ClusterIP when known, else its DNS name.
 func APIServerURL(nc *capn.NestedCluster, p Params) string {
-	host := provisioner.APIServerName + "." + provisioner.ManagementNamespace(nc) + ".svc"
+	host := provisioner.APIServerName + "." + namespaceOf(nc, p) + ".svc"
 	if p.APIServerServiceIP != "" {
 		host = p.APIServerServiceIP
 	}
@@ -146,7 +160,7 @@ func APIServerEndpoint(nc *capn.NestedCluster, p Params) string {
 
 // etcdClientURL is the managed etcd's client Service, by IP when known.
 func etcdClientURL(nc *capn.NestedCluster, p Params) string {
-	host := provisioner.EtcdName + "." + provisioner.ManagementNamespace(nc) + ".svc"
+	host := provisioner.EtcdName + "." + namespaceOf(nc, p) + ".svc"
 	if p.EtcdServiceIP != "" {
 		host = p.EtcdServiceIP
 	}

@@ -38,8 +38,11 @@ func requests(cpu, mem string) corev1.ResourceList {
 }
 
 // objectMeta names an object of component in nc's management namespace.
-func objectMeta(nc *capn.NestedCluster, name, component string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: provisioner.ManagementNamespace(nc), Labels: provisioner.ComponentLabels(nc, component)}
+// Its labels carry the owner's UID; pod templates' do not (podTemplate).
+func objectMeta(nc *capn.NestedCluster, p Params, name, component string) metav1.ObjectMeta {
+	l := provisioner.ComponentLabels(nc, component)
+	l[provisioner.OwnerUIDLabel] = string(nc.UID)
+	return metav1.ObjectMeta{Name: name, Namespace: namespaceOf(nc, p), Labels: l}
 }
 
 // podSpec is the hardened skeleton every generated pod starts from: no

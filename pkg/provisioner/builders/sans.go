@@ -39,7 +39,7 @@ func (s *SANs) add(names ...string) {
 // DNS name and, when known, its ClusterIP and load-balancer address,
 // loopback, and spec.apiServer.certSANs.
 func APIServerSANs(nc *capn.NestedCluster, p Params) SANs {
-	ns := provisioner.ManagementNamespace(nc)
+	ns := namespaceOf(nc, p)
 	var s SANs
 	s.add("kubernetes", "kubernetes.default", "kubernetes.default.svc",
 		"kubernetes.default.svc."+nc.Spec.ClusterNetwork.DNSDomain,
@@ -53,7 +53,7 @@ func APIServerSANs(nc *capn.NestedCluster, p Params) SANs {
 // EtcdServerSANs: the client Service (name and, when known, IP), every
 // member's stable name under the headless Service, and loopback.
 func EtcdServerSANs(nc *capn.NestedCluster, p Params) SANs {
-	ns := provisioner.ManagementNamespace(nc)
+	ns := namespaceOf(nc, p)
 	var s SANs
 	s.add(provisioner.EtcdName, provisioner.EtcdName+"."+ns, provisioner.EtcdName+"."+ns+".svc",
 		"*."+provisioner.EtcdHeadlessServiceName+"."+ns+".svc", "localhost", "127.0.0.1", p.EtcdServiceIP)
@@ -63,8 +63,8 @@ func EtcdServerSANs(nc *capn.NestedCluster, p Params) SANs {
 // EtcdPeerSANs: members address each other by their headless-Service names
 // (three members). A single member has no peers, so its pod-IP peer URL
 // needs no SAN.
-func EtcdPeerSANs(nc *capn.NestedCluster) SANs {
-	ns := provisioner.ManagementNamespace(nc)
+func EtcdPeerSANs(nc *capn.NestedCluster, p Params) SANs {
+	ns := namespaceOf(nc, p)
 	var s SANs
 	s.add("*." + provisioner.EtcdHeadlessServiceName + "." + ns + ".svc")
 	return s

@@ -17,7 +17,7 @@ import (
 // controllers hand over through leader election. A single controller
 // replica runs without leader election, so two would both act: it is
 // replaced with Recreate instead.
-func deployment(nc *capn.NestedCluster, name, component string, replicas int32, tpl corev1.PodTemplateSpec, singleActive bool) *appsv1.Deployment {
+func deployment(nc *capn.NestedCluster, p Params, name, component string, replicas int32, tpl corev1.PodTemplateSpec, singleActive bool) *appsv1.Deployment {
 	strategy := appsv1.DeploymentStrategy{
 		Type: appsv1.RollingUpdateDeploymentStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateDeployment{
@@ -30,7 +30,7 @@ func deployment(nc *capn.NestedCluster, name, component string, replicas int32, 
 	}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: objectMeta(nc, name, component),
+		ObjectMeta: objectMeta(nc, p, name, component),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: provisioner.SelectorLabels(nc, component)},
@@ -43,13 +43,13 @@ func deployment(nc *capn.NestedCluster, name, component string, replicas int32, 
 // podDisruptionBudget keeps all but one replica through voluntary
 // disruptions (node drains). With one replica a PDB could only block
 // drains forever, so there is none.
-func podDisruptionBudget(nc *capn.NestedCluster, name, component string, replicas int32) *policyv1.PodDisruptionBudget {
+func podDisruptionBudget(nc *capn.NestedCluster, p Params, name, component string, replicas int32) *policyv1.PodDisruptionBudget {
 	if replicas <= 1 {
 		return nil
 	}
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
-		ObjectMeta: objectMeta(nc, name, component),
+		ObjectMeta: objectMeta(nc, p, name, component),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: ptr.To(intstr.FromInt32(replicas - 1)),
 			Selector:     &metav1.LabelSelector{MatchLabels: provisioner.SelectorLabels(nc, component)},
@@ -65,10 +65,10 @@ func podTemplate(nc *capn.NestedCluster, component string, annotations map[strin
 	}
 }
 
-func configMap(nc *capn.NestedCluster, name, component string, data map[string]string) *corev1.ConfigMap {
+func configMap(nc *capn.NestedCluster, p Params, name, component string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: objectMeta(nc, name, component),
+		ObjectMeta: objectMeta(nc, p, name, component),
 		Data:       data,
 	}
 }

@@ -79,6 +79,8 @@ type Controller struct {
 	bootstrapped map[types.UID]string
 	// stepTimeout: see Options.UpgradeStepTimeout (upgrade.go).
 	stepTimeout time.Duration
+	// namespaces indexes capn's management namespaces (WatchManagement).
+	namespaces cache.Indexer
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -204,10 +206,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	if err := c.ensureNamespace(ctx, nc, in); err != nil {
+	ns, err := c.ensureNamespace(ctx, nc, in)
+	if err != nil {
 		return 0, c.fail(nc, "NamespaceFailed", err)
 	}
-	params, err := c.ensureServices(ctx, nc, in)
+	params, err := c.ensureServices(ctx, nc, in, ns)
 	if err != nil {
 		return 0, c.fail(nc, "ServicesFailed", err)
 	}
@@ -216,7 +219,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, c.fail(nc, "PKIFailed", err)
 	}
 	params.CertsHash = pki.CertsHash(certs)
-	external, err := c.ensureExternalEtcd(ctx, nc, in)
+	external, err := c.ensureExternalEtcd(ctx, nc, in, ns)
 	if err != nil {
 		return 0, c.fail(nc, "ExternalEtcdFailed", err)
 	}
@@ -226,7 +229,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
 	params.EtcdImage = nc.Status.Etcd.Image
 	// An ordered upgrade holds some kube-* components back (upgrade.go).
-	up, err := c.planUpgrade(ctx, nc, in)
+	up, err := c.planUpgrade(ctx, nc, in, ns)
 	if err != nil {
 		return 0, fmt.Errorf("planning upgrade: %w", err)
 	}

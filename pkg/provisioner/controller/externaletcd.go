@@ -23,7 +23,7 @@ import (
 // the apiserver reads are copied. It returns a hash of what was copied, to
 // roll the apiserver when the user rotates those certificates; "" without
 // an external etcd.
-func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster) (string, error) {
+func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (string, error) {
 	x := in.Spec.Etcd.External
 	if x == nil {
 		return "", nil
@@ -45,7 +45,7 @@ func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.Nested
 			sum.Write([]byte(cp.to + "/" + k + "\x00"))
 			sum.Write(data[k])
 		}
-		if err := c.writeCopy(ctx, nc, in, cp.to, data); err != nil {
+		if err := c.writeCopy(ctx, nc, in, ns, cp.to, data); err != nil {
 			return "", err
 		}
 	}
@@ -75,14 +75,13 @@ func (c *Controller) readUserSecret(ctx context.Context, namespace, name string,
 
 // writeCopy creates or updates the management copy only when its data
 // differs, so a resync writes nothing.
-func (c *Controller) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, name string, data map[string][]byte) error {
-	ns := provisioner.ManagementNamespace(in)
+func (c *Controller) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns, name string, data map[string][]byte) error {
 	live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	switch {
 	case apierrors.IsNotFound(err):
 		s := &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: provisioner.Labels(in)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: provisioner.OwnerLabels(in)},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       data,
 		}

@@ -48,7 +48,15 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 		return 0, nil
 	}
 	logger := klog.FromContext(ctx)
-	proto := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managementNamespace(nc)}}
+	in := ownerOf(nc)
+	// Never delete a namespace another cluster owns (ResolveNamespace):
+	// the finalizer stays, for the provider to look at.
+	name, err := resolveNamespace(ctx, c.mgmt, in)
+	if err != nil {
+		c.recorder.Event(nc, corev1.EventTypeWarning, "DeleteFailed", "the management namespace is not this cluster's; refusing to delete it")
+		return 0, fmt.Errorf("resolving the management namespace: %w", err)
+	}
+	proto := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -64,12 +72,10 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	case err != nil:
 		return 0, fmt.Errorf("getting namespace %s: %w", proto.Name, err)
 	}
-	// Never delete a namespace capn did not create for this cluster: a
-	// hash collision or a hand-made namespace must not lose its contents.
-	if l := live.GetLabels(); l[provisioner.ClusterLabel] != nc.Name || l[provisioner.ClusterNamespaceLabel] != nc.Namespace {
-		err := fmt.Errorf("namespace %s is not labelled as this cluster's; refusing to delete it", proto.Name)
-		c.recorder.Event(nc, corev1.EventTypeWarning, "DeleteFailed", err.Error())
-		return 0, err
+	// Resolved above, but re-checked on the object about to be deleted.
+	if !provisioner.OwnedBy(live.GetLabels(), in) && !provisioner.LegacyOwnedBy(live.GetLabels(), in) {
+		c.recorder.Event(nc, corev1.EventTypeWarning, "DeleteFailed", "the management namespace is not this cluster's; refusing to delete it")
+		return 0, fmt.Errorf("namespace %s: %w", proto.Name, provisioner.ErrNotOwned)
 	}
 	if nc.Status.Phase != v1alpha1.PhaseDeleting {
 		st := nc.Status.DeepCopy()
@@ -88,9 +94,17 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	return namespaceGoneRequeue, nil
 }
 
-// managementNamespace names nc's namespace; it depends only on the name.
-func managementNamespace(nc *v1alpha1.NestedCluster) string {
+// ownerOf is the identity of nc that naming and ownership depend on:
+// namespace, name and UID, without the defaulting and conversion of a full
+// toInternal (a cluster being deleted may no longer convert).
+func ownerOf(nc *v1alpha1.NestedCluster) *capn.NestedCluster {
 	in := &capn.NestedCluster{}
-	in.Namespace, in.Name = nc.Namespace, nc.Name
-	return provisioner.ManagementNamespace(in)
+	in.Namespace, in.Name, in.UID = nc.Namespace, nc.Name, nc.UID
+	return in
+}
+
+// managementNamespace is nc's UID-derived namespace name (the one a new
+// cluster gets).
+func managementNamespace(nc *v1alpha1.NestedCluster) string {
+	return provisioner.ManagementNamespace(ownerOf(nc))
 }

@@ -70,7 +70,7 @@ func TestDeletionWaitsForTerminatingNamespace(t *testing.T) {
 	ns := &corev1.Namespace{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: managementNamespace(nc), DeletionTimestamp: &metav1.Time{Time: testNow},
-			Finalizers: []string{"kubernetes"}, Labels: map[string]string{"capn.dev/cluster": "demo", "capn.dev/cluster-namespace": "team-a"}},
+			Finalizers: []string{"kubernetes"}, Labels: map[string]string{"capn.dev/owner-uid": testUID}},
 	}
 	f := newFixture(t, nc, ns)
 	if after := f.sync(); after != namespaceGoneRequeue {

@@ -89,9 +89,12 @@ type fixture struct {
 
 var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
+// testUID is testCluster's UID, as the API server would have assigned it.
+const testUID = "6f1c2b9e-3d4a-4e5f-8a7b-0c1d2e3f4a5b"
+
 // testCluster is a NestedCluster as the API server stores it: defaulted.
 func testCluster(mutate ...func(*v1alpha1.NestedCluster)) *v1alpha1.NestedCluster {
-	nc := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo", Generation: 1}}
+	nc := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo", Generation: 1, UID: testUID}}
 	nc.Spec.Version = "v1.37.2"
 	scheme.Default(nc)
 	for _, m := range mutate {

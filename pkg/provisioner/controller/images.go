@@ -29,8 +29,7 @@ const maxImageMessage = 256
 // any of them waits for an image the node cannot get. It is called only
 // while some component is not rolled out, so a steady cluster costs no
 // LIST.
-func (c *Controller) imagesCondition(ctx context.Context, in *capn.NestedCluster) (metav1.Condition, error) {
-	ns := provisioner.ManagementNamespace(in)
+func (c *Controller) imagesCondition(ctx context.Context, in *capn.NestedCluster, ns string) (metav1.Condition, error) {
 	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{provisioner.ClusterLabel: in.Name}))
 	if err != nil {
 		return metav1.Condition{}, fmt.Errorf("listing pods in %s: %w", ns, err)

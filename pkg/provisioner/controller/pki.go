@@ -23,7 +23,7 @@ import (
 // changes, and the cluster CA in it serves the tenant bootstrap, so no
 // later step of the sync reads these Secrets again.
 func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) (pki.Data, error) {
-	ns := provisioner.ManagementNamespace(in)
+	ns := p.Namespace
 	secrets, err := c.mgmt.ListSecrets(ctx, ns)
 	if err != nil {
 		return nil, fmt.Errorf("listing secrets in %s: %w", ns, err)
@@ -53,7 +53,7 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		}
 		s := &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: provisioner.Labels(in)},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: provisioner.OwnerLabels(in)},
 			// Opaque: CA and kubeconfig Secrets do not fit kubernetes.io/tls.
 			Type: corev1.SecretTypeOpaque,
 			Data: want[name],

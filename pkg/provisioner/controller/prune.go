@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
@@ -24,14 +23,13 @@ var prunable = []string{provisioner.EtcdName, provisioner.APIServerName, provisi
 
 // prune deletes the prunable objects that rendered no longer contains.
 // Only objects labelled as capn's are touched.
-func (c *Controller) prune(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, rendered []builders.Object) error {
+func (c *Controller) prune(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, rendered []builders.Object) error {
 	want := map[string]bool{}
 	for _, o := range rendered {
 		if _, ok := o.(*policyv1.PodDisruptionBudget); ok {
 			want[o.GetName()] = true
 		}
 	}
-	ns := provisioner.ManagementNamespace(in)
 	for _, name := range prunable {
 		if want[name] {
 			continue

@@ -34,7 +34,7 @@ type observed struct {
 // returned after the status is written. up is this sync's upgrade plan
 // (upgrade.go), laid over before writing; ca is the cluster CA Secret's data.
 func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, up *upgrade, ca map[string][]byte) (bool, error) {
-	ns := provisioner.ManagementNamespace(in)
+	ns := p.Namespace
 	etcd := observed{available: true, done: true} // external etcd: not ours to watch
 	var err error
 	if m := in.Spec.Etcd.Managed; m != nil {
@@ -88,7 +88,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	// when an image can be missing (create, scale, upgrade).
 	images := metav1.Condition{Type: v1alpha1.ConditionImagesAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonImagesPresent}
 	if !components {
-		if images, err = c.imagesCondition(ctx, in); err != nil {
+		if images, err = c.imagesCondition(ctx, in, ns); err != nil {
 			return false, err
 		}
 	}

@@ -84,9 +84,9 @@ func (u *upgrade) event(typ, reason, message string) {
 
 // planUpgrade works out the version each component renders at. It reads
 // the three Deployments and, only when a step has stalled, their pods.
-func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster) (*upgrade, error) {
+func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (*upgrade, error) {
 	target := in.Spec.Version
-	comps, err := c.observeComponents(ctx, in)
+	comps, err := c.observeComponents(ctx, in, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 	u.status.Component = u.active.name
 	step := lastStep(u.status, u.active.name)
 	if !u.active.done && step.StartedAt != nil && !now.Time.Before(step.StartedAt.Add(c.upgradeStepTimeout())) {
-		if u.stalled, err = c.diagnose(ctx, in, u.active, target); err != nil {
+		if u.stalled, err = c.diagnose(ctx, in, ns, u.active, target); err != nil {
 			return nil, err
 		}
 	}
@@ -169,8 +169,7 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 }
 
 // observeComponents reads the kube-* Deployments in upgradeOrder.
-func (c *Controller) observeComponents(ctx context.Context, in *capn.NestedCluster) ([]*componentState, error) {
-	ns := provisioner.ManagementNamespace(in)
+func (c *Controller) observeComponents(ctx context.Context, in *capn.NestedCluster, ns string) ([]*componentState, error) {
 	replicas := map[string]*int32{
 		provisioner.ComponentAPIServer:         in.Spec.APIServer.Replicas,
 		provisioner.ComponentControllerManager: in.Spec.ControllerManager.Replicas,

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -15,7 +16,14 @@ import (
 // a change to an object capn created. That is how status follows pods
 // becoming ready and a load balancer getting its address, and how a
 // namespace deleted by hand gets repaired, without polling.
-func (c *Controller) WatchManagement(informers ...cache.SharedIndexInformer) error {
+//
+// namespaces must be the informer of capn's management namespaces: an
+// object in any other namespace is ignored, whatever its labels say, and
+// the owner is read from its namespace's labels, never from the object's
+// (which whoever can write the object can set).
+func (c *Controller) WatchManagement(namespaces cache.SharedIndexInformer, informers ...cache.SharedIndexInformer) error {
+	c.namespaces = namespaces.GetIndexer()
+	informers = append([]cache.SharedIndexInformer{namespaces}, informers...)
 	handler := cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueOwner,
 		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
@@ -31,8 +39,10 @@ func (c *Controller) WatchManagement(informers ...cache.SharedIndexInformer) err
 }
 
 // enqueueOwner maps an object to its NestedCluster through the owner labels
-// every builder sets (provisioner.Labels): owner references cannot cross
-// from the management cluster to an aggregated API's objects.
+// of its management namespace (provisioner.Labels): owner references cannot
+// cross from the management cluster to an aggregated API's objects. A
+// tenant with write access to its own namespace can label a Deployment
+// there as anything; only namespaces are created by capn alone.
 func (c *Controller) enqueueOwner(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -41,6 +51,16 @@ func (c *Controller) enqueueOwner(obj any) {
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
+	}
+	if _, isNamespace := obj.(*corev1.Namespace); !isNamespace {
+		nsObj, ok, err := c.namespaces.GetByKey(m.GetNamespace())
+		if err != nil || !ok {
+			return // not in a management namespace (or it is gone: its own delete event enqueues)
+		}
+		if m, err = objectMeta(nsObj); err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
 	}
 	l := m.GetLabels()
 	if l[provisioner.ManagedByLabel] != provisioner.ManagedByValue || l[provisioner.ClusterLabel] == "" || l[provisioner.ClusterNamespaceLabel] == "" {

@@ -20,13 +20,24 @@ func TestEnqueueOwner(t *testing.T) {
 		obj  any
 		want string // queued key; empty means nothing
 	}{
-		{"deployment", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Labels: owned}}, "team-a/demo"},
+		{"deployment", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "capn-team-a-demo-x", Labels: owned}}, "team-a/demo"},
+		// The owner comes from the namespace, not the object's labels.
+		{"mislabelled object in a management namespace", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "capn-team-a-demo-x",
+			Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue, provisioner.ClusterLabel: "victim", provisioner.ClusterNamespaceLabel: "team-v"}}}, "team-a/demo"},
+		// The finding: a tenant labels a Service in its own namespace as a
+		// victim's; capn must not act on the victim for it.
+		{"spoofed labels in a tenant namespace", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b",
+			Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue, provisioner.ClusterLabel: "victim", provisioner.ClusterNamespaceLabel: "team-v"}}}, ""},
 		{"deleted namespace", cache.DeletedFinalStateUnknown{Obj: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: owned}}}, "team-a/demo"},
-		{"not ours", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{provisioner.ClusterLabel: "demo", provisioner.ClusterNamespaceLabel: "team-a"}}}, ""},
+		{"not ours", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{provisioner.ClusterLabel: "demo", provisioner.ClusterNamespaceLabel: "team-a"}}}, ""},
 		{"no owner", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue}}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Controller{queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+			c := &Controller{queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+				namespaces: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+			if err := c.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "capn-team-a-demo-x", Labels: owned}}); err != nil {
+				t.Fatal(err)
+			}
 			defer c.queue.ShutDown()
 			c.enqueueOwner(tc.obj)
 			if tc.want == "" {

@@ -28,9 +28,10 @@ const SpecHashAnnotation = "capn.dev/spec-hash"
 
 // ensureServices applies the Services first: their ClusterIPs go into the
 // certificates and flags of everything else (Params). Services do not
-// depend on Params, so rendering with the zero value is exact.
-func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster) (builders.Params, error) {
-	var p builders.Params
+// depend on the rest of Params, so rendering with only the namespace is
+// exact.
+func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (builders.Params, error) {
+	p := builders.Params{Namespace: ns}
 	objs, err := builders.All(in, p)
 	if err != nil {
 		return p, fmt.Errorf("rendering: %w", err)
@@ -84,7 +85,7 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 		}
 	}
 	c.reportApplied(ctx, nc, applied)
-	return c.prune(ctx, nc, in, objs)
+	return c.prune(ctx, nc, p.Namespace, objs)
 }
 
 func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {

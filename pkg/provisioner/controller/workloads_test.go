@@ -78,11 +78,11 @@ func TestSpecHashStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := specHash(builders.Namespace(in))
+	a, err := specHash(builders.Namespace(in, builders.Params{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := specHash(builders.Namespace(in))
+	b, _ := specHash(builders.Namespace(in, builders.Params{}))
 	if a != b || a == "" {
 		t.Errorf("hash not stable: %q vs %q", a, b)
 	}

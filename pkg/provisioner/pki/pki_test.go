@@ -163,7 +163,7 @@ func TestSANsExact(t *testing.T) {
 	for secret, want := range map[string]builders.SANs{
 		provisioner.SecretAPIServerServing:         builders.APIServerSANs(nc, params),
 		provisioner.SecretEtcdServer:               builders.EtcdServerSANs(nc, params),
-		provisioner.SecretEtcdPeer:                 builders.EtcdPeerSANs(nc),
+		provisioner.SecretEtcdPeer:                 builders.EtcdPeerSANs(nc, builders.Params{}),
 		provisioner.SecretControllerManagerServing: {DNSNames: []string{"localhost", "kube-controller-manager"}, IPAddresses: []string{"127.0.0.1"}},
 		provisioner.SecretSchedulerServing:         {DNSNames: []string{"localhost", "kube-scheduler"}, IPAddresses: []string{"127.0.0.1"}},
 		provisioner.SecretAPIServerKubeletClient:   none,

@@ -56,7 +56,7 @@ func InputsFor(nc *capn.NestedCluster, p builders.Params) Inputs {
 		APIServerURL:   builders.APIServerURL(nc, p),
 		APIServerSANs:  builders.APIServerSANs(nc, p),
 		EtcdServerSANs: builders.EtcdServerSANs(nc, p),
-		EtcdPeerSANs:   builders.EtcdPeerSANs(nc),
+		EtcdPeerSANs:   builders.EtcdPeerSANs(nc, p),
 		ManagedEtcd:    nc.Spec.Etcd.Managed != nil,
 	}
 }

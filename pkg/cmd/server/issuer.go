@@ -1,0 +1,36 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/access"
+	"capn.dev/capn/pkg/registry/nestedcluster"
+)
+
+// kubeconfigIssuer adapts access.Issuer to the registry's interface. The
+// two packages do not import each other (registry and provisioner both
+// depend only on the API); this is where their errors meet.
+type kubeconfigIssuer struct{ issuer *access.Issuer }
+
+var _ nestedcluster.KubeconfigIssuer = kubeconfigIssuer{}
+
+func (k kubeconfigIssuer) Issue(ctx context.Context, nc *capn.NestedCluster, user string, ttl time.Duration) ([]byte, time.Time, error) {
+	data, expires, err := k.issuer.Issue(ctx, nc, user, ttl)
+	switch {
+	case errors.Is(err, access.ErrNotProvisioned):
+		// "<ErrNotProvisioned>: no cluster CA", as the registry's error.
+		return nil, time.Time{}, fmt.Errorf("%w%s", nestedcluster.ErrNotProvisioned, strings.TrimPrefix(err.Error(), access.ErrNotProvisioned.Error()))
+	case errors.Is(err, provisioner.ErrNotOwned):
+		// The namespace this cluster would use belongs to another one: to
+		// the requester it is simply not provisioned, and the other
+		// cluster's names stay out of the answer.
+		return nil, time.Time{}, nestedcluster.ErrNotProvisioned
+	}
+	return data, expires, err
+}
