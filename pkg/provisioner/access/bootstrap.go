@@ -2,7 +2,11 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -10,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	rbacac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"capn.dev/capn/pkg/provisioner/pki"
@@ -57,9 +62,95 @@ func BootstrapClient(server string, ca *pki.CA, now time.Time) (kubernetes.Inter
 	if err != nil {
 		return nil, err
 	}
-	cfg.Timeout = 15 * time.Second
+	// The tenant's apiserver may run an image the tenant chose: every
+	// answer is hostile until read. Short requests, bounded bodies, and no
+	// redirects (a 3xx to an internal address would make capn its proxy).
+	cfg.Timeout = TenantRequestTimeout
 	cfg.UserAgent = "capn-provisioner"
-	return kubernetes.NewForConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0 // a handful of requests per bootstrap; no client-side limiter goroutines
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedBodies{rt} })
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("tenant HTTP client: %w", err)
+	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return kubernetes.NewForConfigAndClient(cfg, hc)
+}
+
+// TenantRequestTimeout bounds each request to a tenant apiserver. A var so
+// tests can shorten it.
+var TenantRequestTimeout = 5 * time.Second
+
+// MaxTenantResponseBytes bounds every response body read from a tenant
+// apiserver; the bootstrap's answers are a few KiB.
+const MaxTenantResponseBytes = 1 << 20
+
+// ErrTenantResponseTooLarge: a tenant answered more than
+// MaxTenantResponseBytes.
+var ErrTenantResponseTooLarge = errors.New("tenant response exceeds 1 MiB")
+
+// boundedBodies cuts every response body at MaxTenantResponseBytes, with an
+// error rather than silently: a truncated JSON document must not parse.
+type boundedBodies struct{ rt http.RoundTripper }
+
+func (b boundedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > MaxTenantResponseBytes {
+		_ = resp.Body.Close()
+		return nil, ErrTenantResponseTooLarge
+	}
+	resp.Body = &boundedBody{rc: resp.Body, left: MaxTenantResponseBytes}
+	return resp, nil
+}
+
+type boundedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, ErrTenantResponseTooLarge
+	}
+	// Read one byte more than allowed, to tell "exactly the limit" from
+	// "over it".
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, ErrTenantResponseTooLarge
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
+
+// DescribeTenantError is what capn may say about a failed tenant request
+// in Events, status and logs: a fixed phrase and at most an HTTP status
+// code, never text from the tenant's answer, which the tenant controls and
+// other parties read.
+func DescribeTenantError(err error) string {
+	var status apierrors.APIStatus
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrTenantResponseTooLarge):
+		return "the tenant apiserver's response exceeded 1 MiB"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Sprintf("the tenant apiserver did not answer within %s", TenantRequestTimeout)
+	case errors.As(err, &status) && status.Status().Code != 0:
+		return fmt.Sprintf("the tenant apiserver answered HTTP %d", status.Status().Code)
+	case errors.As(err, &netErr):
+		return "could not connect to the tenant apiserver"
+	default:
+		return "the tenant request failed"
+	}
 }
 
 // Bootstrap applies Bindings to a tenant and reports whether anything

@@ -2,9 +2,14 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +28,7 @@ func TestTenantBootstrapGatesReady(t *testing.T) {
 		t.Fatalf("dialled the tenant %v before its apiserver was available", f.tenantServers)
 	}
 	f.markReady()
-	f.sync()
+	f.syncTenant()
 	if len(f.tenantServers) != 1 || f.tenantServers[0] != f.nc.Status.Endpoint {
 		t.Fatalf("tenant dialled at %v, want once at the status endpoint %q", f.tenantServers, f.nc.Status.Endpoint)
 	}
@@ -47,8 +52,8 @@ func TestTenantBootstrapGatesReady(t *testing.T) {
 
 	// A restarted capn forgets what it bootstrapped: it checks again, and
 	// finding the bindings in place it records no Event.
-	f.c.bootstrapped = map[types.UID]string{}
-	f.sync()
+	f.c.bootstrapped = map[types.UID]*tenantBootstrap{}
+	f.syncTenant()
 	if len(f.tenantServers) != 2 {
 		t.Errorf("after a restart the tenant was dialled %d times in all, want 2", len(f.tenantServers))
 	}
@@ -59,15 +64,21 @@ func TestTenantBootstrapGatesReady(t *testing.T) {
 
 func TestTenantBootstrapFailureKeepsNotReady(t *testing.T) {
 	f := newFixture(t, testCluster())
+	// The tenant's answer is the tenant's text: it must reach neither the
+	// Event nor the sync error (which is logged), only a fixed phrase and
+	// the HTTP status.
+	const tenantText = "<script>visit http://10.0.0.1/internal</script>"
 	f.tenant.PrependReactor("patch", "clusterrolebindings", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("connection refused")
+		return true, nil, apierrors.NewGenericServerResponse(503, "patch", rbacv1.Resource("clusterrolebindings"), "x", tenantText, 0, true)
 	})
 	f.sync()
 	f.markReady()
+	f.sync()
+	f.c.tenantWG.Wait()
 	_, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
-	if err == nil || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("sync error %v, want the bootstrap failure", err)
-	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the tenant apiserver answered HTTP 503")
+	assert.NotContains(t, err.Error(), "visit")
 	f.refresh()
 	c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionReady)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "BootstrappingTenant" {
@@ -76,7 +87,48 @@ func TestTenantBootstrapFailureKeepsNotReady(t *testing.T) {
 	if !meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionAPIServerAvailable) {
 		t.Error("status was not written before the bootstrap error was returned")
 	}
-	if ev := strings.Join(f.events(), "\n"); !strings.Contains(ev, "TenantBootstrapFailed") {
-		t.Errorf("no TenantBootstrapFailed event in:\n%s", ev)
+	ev := strings.Join(f.events(), "\n")
+	assert.Contains(t, ev, "TenantBootstrapFailed the tenant apiserver answered HTTP 503")
+	assert.NotContains(t, ev, "visit")
+	assert.NotContains(t, strings.Join(conditionMessages(f.nc), "\n"), "visit")
+}
+
+// A tenant whose apiserver never answers must not hold a sync worker: the
+// sync returns at once while the bootstrap waits in its own goroutine.
+func TestTenantBootstrapDoesNotBlockSync(t *testing.T) {
+	f := newFixture(t, testCluster())
+	release := make(chan struct{})
+	f.tenant.PrependReactor("get", "clusterrolebindings", func(clienttesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	f.sync()
+	f.markReady()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 3 {
+			_, _ = f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("sync blocked on a tenant that does not answer")
 	}
+	f.serversMu.Lock()
+	assert.Len(t, f.tenantServers, 1, "one bootstrap in flight per cluster, not one per sync")
+	f.serversMu.Unlock()
+	close(release)
+	f.c.tenantWG.Wait()
+	f.syncTenant()
+	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady), "%+v", f.nc.Status.Conditions)
+}
+
+func conditionMessages(nc *v1alpha1.NestedCluster) []string {
+	var out []string
+	for _, c := range nc.Status.Conditions {
+		out = append(out, c.Message)
+	}
+	return out
 }

@@ -74,9 +74,12 @@ type Controller struct {
 
 	tenantClient TenantClientFunc
 	mu           sync.Mutex
-	// bootstrapped maps a NestedCluster's UID to the CA its tenant was
-	// bootstrapped with (see ensureTenantAccess); finalize forgets it.
-	bootstrapped map[types.UID]string
+	// bootstrapped maps a NestedCluster's UID to its tenant bootstrap
+	// (ensureTenantAccess); finalize forgets it.
+	bootstrapped map[types.UID]*tenantBootstrap
+	// tenantSlots bounds the bootstraps in flight; tenantWG counts them.
+	tenantSlots chan struct{}
+	tenantWG    sync.WaitGroup
 	// stepTimeout: see Options.UpgradeStepTimeout (upgrade.go).
 	stepTimeout time.Duration
 	// namespaces indexes capn's management namespaces (WatchManagement).
@@ -96,7 +99,8 @@ func New(o Options) (*Controller, error) {
 		now:       o.Now,
 
 		tenantClient: o.TenantClient,
-		bootstrapped: map[types.UID]string{},
+		bootstrapped: map[types.UID]*tenantBootstrap{},
+		tenantSlots:  make(chan struct{}, DefaultTenantConcurrency),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"}),

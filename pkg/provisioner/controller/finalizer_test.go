@@ -36,7 +36,7 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 	ns := managementNamespace(f.nc)
 	ctx := context.Background()
 
-	f.c.bootstrapped[f.nc.UID] = "ca" // as if its tenant had been bootstrapped
+	f.c.bootstrapped[f.nc.UID] = &tenantBootstrap{caID: "ca", done: true} // as if its tenant had been bootstrapped
 	f.setCluster(func(nc *v1alpha1.NestedCluster) { nc.DeletionTimestamp = &metav1.Time{Time: testNow} })
 	if after := f.sync(); after != namespaceGoneRequeue {
 		t.Errorf("while the namespace exists, requeue after %s, want %s", after, namespaceGoneRequeue)

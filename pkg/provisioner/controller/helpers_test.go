@@ -85,6 +85,7 @@ type fixture struct {
 	// tenantServers records every URL the controller dialled.
 	tenant        *kubefake.Clientset
 	tenantServers []string
+	serversMu     sync.Mutex // tenantServers is appended to by bootstrap goroutines
 }
 
 var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -130,9 +131,12 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 	f.c = &Controller{
 		capn: f.capn, lister: listers.NewNestedClusterLister(f.indexer), mgmt: f.mgmt,
 		recorder: f.recorder, threshold: pki.DefaultRenewalThreshold, now: func() time.Time { return testNow },
-		bootstrapped: map[types.UID]string{},
+		bootstrapped: map[types.UID]*tenantBootstrap{},
+		tenantSlots:  make(chan struct{}, DefaultTenantConcurrency),
 		tenantClient: func(server string, ca *pki.CA, _ time.Time) (kubernetes.Interface, error) {
+			f.serversMu.Lock()
 			f.tenantServers = append(f.tenantServers, server)
+			f.serversMu.Unlock()
 			return f.tenant, nil
 		},
 	}
@@ -148,6 +152,16 @@ func (f *fixture) sync() time.Duration {
 	}
 	f.refresh()
 	return after
+}
+
+// syncTenant runs a sync, waits for the tenant bootstrap it may have
+// started, and syncs again so status reflects its outcome (the controller
+// re-enqueues for that; the fixture has no queue).
+func (f *fixture) syncTenant() time.Duration {
+	f.t.Helper()
+	f.sync()
+	f.c.tenantWG.Wait()
+	return f.sync()
 }
 
 func (f *fixture) refresh() {

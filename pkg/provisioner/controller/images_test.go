@@ -85,7 +85,7 @@ func TestStatusReportsMissingImage(t *testing.T) {
 
 	require.NoError(t, f.kube.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}))
 	f.markReady()
-	f.sync()
+	f.syncTenant()
 	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionImagesAvailable))
 	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady))
 }

@@ -25,7 +25,7 @@ func TestResyncWritesNothing(t *testing.T) {
 	}
 
 	f.markReady()
-	f.sync() // status becomes Ready
+	f.syncTenant() // status becomes Ready
 	if f.nc.Status.Phase != v1alpha1.PhaseReady {
 		t.Fatalf("phase %q, want Ready", f.nc.Status.Phase)
 	}

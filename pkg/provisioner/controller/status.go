@@ -55,9 +55,10 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 		return false, err
 	}
 
+	// The Event for a failure is recorded where the attempt ends
+	// (bootstrapTenant); here it only keeps Ready False.
 	tenantReady, terr := c.ensureTenantAccess(ctx, nc, in, p, ca, api.available)
 	if terr != nil {
-		c.recorder.Event(nc, corev1.EventTypeWarning, "TenantBootstrapFailed", terr.Error())
 		terr = fmt.Errorf("bootstrapping tenant access: %w", terr)
 	}
 

@@ -22,7 +22,7 @@ func TestStatusProvisioningThenReady(t *testing.T) {
 	}
 
 	f.markReady()
-	f.sync()
+	f.syncTenant()
 	st = f.nc.Status
 	if st.Phase != v1alpha1.PhaseReady {
 		t.Errorf("phase %q, want Ready", st.Phase)
@@ -54,7 +54,7 @@ func TestStatusDegradedAfterReady(t *testing.T) {
 	f := newFixture(t, testCluster())
 	f.sync()
 	f.markReady()
-	f.sync()
+	f.syncTenant()
 	// The scheduler's new revision adds a replica that is not ready yet.
 	f.setCluster(func(nc *v1alpha1.NestedCluster) {
 		two := int32(2)
