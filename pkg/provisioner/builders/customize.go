@@ -52,7 +52,40 @@ func customize(tpl *corev1.PodTemplateSpec, component string, spec *capn.Compone
 	// The API refuses true; false again here in case the patch came from
 	// an object stored before that rule.
 	tpl.Spec.AutomountServiceAccountToken = ptr.To(false)
+	harden(&tpl.Spec)
 	return nil
+}
+
+// harden puts capn's confinement back on every container after a merge: a
+// strategic merge replaces lists, so `drop: [NET_ADMIN]` would otherwise
+// replace `drop: [ALL]`, and a stored object may predate the allow-list.
+// Settings a tenant may narrow (user and group IDs) are kept.
+func harden(spec *corev1.PodSpec) {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			sc := cs[i].SecurityContext
+			if sc == nil {
+				sc = &corev1.SecurityContext{}
+				cs[i].SecurityContext = sc
+			}
+			sc.Privileged, sc.ProcMount, sc.WindowsOptions = nil, nil, nil
+			sc.AllowPrivilegeEscalation = ptr.To(false)
+			sc.ReadOnlyRootFilesystem = ptr.To(true)
+			sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+			if sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeUnconfined {
+				sc.SeccompProfile = nil
+			}
+			if sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined {
+				sc.AppArmorProfile = nil
+			}
+		}
+	}
+	if psc := spec.SecurityContext; psc != nil {
+		psc.RunAsNonRoot = ptr.To(true)
+		psc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+		psc.Sysctls = nil
+	}
+	spec.HostNetwork, spec.HostPID, spec.HostIPC = false, false, false
 }
 
 // addEnv appends the user's env. capn's own variables feed the flags, so a

@@ -169,8 +169,11 @@ func (c *Controller) observe(ctx context.Context, proto builders.Object, desired
 func componentStatus(replicas, ready, updated int32, tpl corev1.PodTemplateSpec) v1alpha1.ComponentStatus {
 	cs := v1alpha1.ComponentStatus{Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: updated,
 		Version: tpl.Annotations[provisioner.VersionAnnotation]}
-	if len(tpl.Spec.Containers) > 0 {
-		cs.Image = tpl.Spec.Containers[0].Image
+	// By name, never by position: a pod template may list a sidecar first.
+	for _, c := range tpl.Spec.Containers {
+		if c.Name == tpl.Labels[provisioner.ComponentLabel] {
+			cs.Image = c.Image
+		}
 	}
 	return cs
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -48,7 +49,13 @@ func validateComponent(c *capn.ComponentSpec, component string, fldPath *field.P
 	if c.Image != "" {
 		allErrs = append(allErrs, validateImage(fldPath.Child("image"), c.Image)...)
 	}
+	if len(c.Command) > maxCommandArgs {
+		allErrs = append(allErrs, field.TooMany(fldPath.Child("command"), len(c.Command), maxCommandArgs))
+	}
 	for i, arg := range c.Command {
+		if len(arg) > maxCommandArgBytes {
+			allErrs = append(allErrs, field.TooLong(fldPath.Child("command").Index(i), len(arg), maxCommandArgBytes))
+		}
 		if arg == "" {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("command").Index(i), arg, "must not be empty"))
 		}
@@ -87,8 +94,29 @@ func validateMainContainerPatch(tpl *corev1.PodTemplateSpec, component string, f
 	return allErrs
 }
 
+// Bounds on what a tenant passes to a component: generous for real use,
+// small enough that one NestedCluster cannot fill etcd or a node's argv.
+const (
+	maxExtraArgs       = 100
+	maxExtraArgValue   = 4 << 10
+	maxExtraArgsTotal  = 32 << 10
+	maxComponentEnv    = 64
+	maxEnvValue        = 4 << 10
+	maxCommandArgBytes = 4 << 10
+)
+
 func validateExtraArgs(args map[string]string, component string, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
+	if len(args) > maxExtraArgs {
+		return field.ErrorList{field.TooMany(fldPath, len(args), maxExtraArgs)}
+	}
+	total := 0
+	for k, v := range args {
+		total += len(k) + len(v)
+	}
+	if total > maxExtraArgsTotal {
+		return field.ErrorList{field.TooLong(fldPath, total, maxExtraArgsTotal)}
+	}
 	keys := make([]string, 0, len(args))
 	for k := range args {
 		keys = append(keys, k)
@@ -104,6 +132,10 @@ func validateExtraArgs(args map[string]string, component string, fldPath *field.
 			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("flag %q is managed by capn: %s", k, reason)))
 			continue
 		}
+		if len(args[k]) > maxExtraArgValue {
+			allErrs = append(allErrs, field.TooLong(p, len(args[k]), maxExtraArgValue))
+			continue
+		}
 		// The value becomes one argv element; a newline or NUL would make
 		// the generated manifest or the process arguments lie about it.
 		if strings.ContainsAny(args[k], "\n\r\x00") {
@@ -117,10 +149,16 @@ func validateExtraArgs(args map[string]string, component string, fldPath *field.
 // Secret and ConfigMap references would resolve in the management
 // namespace, whose objects (capn's PKI among them) the tenant does not own.
 func validateEnv(env []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
+	if len(env) > maxComponentEnv {
+		return field.ErrorList{field.TooMany(fldPath, len(env), maxComponentEnv)}
+	}
 	var allErrs field.ErrorList
 	seen := map[string]bool{}
 	for i, e := range env {
 		p := fldPath.Index(i)
+		if len(e.Value) > maxEnvValue {
+			allErrs = append(allErrs, field.TooLong(p.Child("value"), len(e.Value), maxEnvValue))
+		}
 		np := p.Child("name")
 		switch {
 		case e.Name == "":
@@ -160,9 +198,29 @@ func validateEnv(env []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-// validateResources is deliberately shallow: the kubelet and the pod
-// validation of the management cluster are the authorities; this only stops
-// values that could never be scheduled.
+// Resource bounds. A control-plane component is one pod on a provider's
+// node; these stop values no node has (cpu: 100k, memory: 1Pi), which would
+// otherwise sit Pending forever or, as limits, let one tenant take a node.
+var (
+	boundedResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
+	maxResources     = map[corev1.ResourceName]resource.Quantity{
+		corev1.ResourceCPU:              resource.MustParse("16"),
+		corev1.ResourceMemory:           resource.MustParse("64Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("64Gi"),
+	}
+	maxEmptyDir = resource.MustParse("10Gi")
+)
+
+func resourceNames(l []corev1.ResourceName) []string {
+	out := make([]string, len(l))
+	for i, n := range l {
+		out[i] = string(n)
+	}
+	return out
+}
+
+// validateResources allows cpu, memory and ephemeral-storage, each
+// non-negative, within maxResources, and requests within limits.
 func validateResources(r *corev1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
 	if r == nil {
 		return nil
@@ -173,10 +231,21 @@ func validateResources(r *corev1.ResourceRequirements, fldPath *field.Path) fiel
 		list corev1.ResourceList
 	}{{"limits", r.Limits}, {"requests", r.Requests}} {
 		for _, name := range sortedResourceNames(l.list) {
-			if q := l.list[name]; q.Sign() < 0 {
-				allErrs = append(allErrs, field.Invalid(fldPath.Child(l.name).Key(string(name)), q.String(), "must be greater than or equal to 0"))
+			p := fldPath.Child(l.name).Key(string(name))
+			q := l.list[name]
+			max, bounded := maxResources[name]
+			switch {
+			case !bounded:
+				allErrs = append(allErrs, field.NotSupported(p, string(name), resourceNames(boundedResources)))
+			case q.Sign() < 0:
+				allErrs = append(allErrs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
+			case q.Cmp(max) > 0:
+				allErrs = append(allErrs, field.Invalid(p, q.String(), "must be at most "+max.String()))
 			}
 		}
+	}
+	if len(r.Claims) > 0 {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("claims"), "dynamic resource claims are the provider's to grant"))
 	}
 	for _, name := range sortedResourceNames(r.Requests) {
 		req := r.Requests[name]

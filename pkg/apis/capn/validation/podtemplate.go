@@ -1,6 +1,13 @@
 package validation
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -8,149 +15,283 @@ import (
 )
 
 // The pod template is a strategic-merge patch over a pod capn generates and
-// runs in the management cluster, so it is partial by design: containers may
-// carry only a name, volumes only a name. What is checked is that the patch
-// cannot give the tenant more than the management cluster means to: no host
-// namespaces, paths or ports, no privilege, no management-cluster identity
-// and no reads of management-namespace objects. The rules follow the Pod
-// Security "baseline" level plus those identity and object rules.
+// runs in the management cluster's nodes, under the provider's account. It
+// is checked against an allow-list: only the fields below may be set, and a
+// field Kubernetes adds to PodSpec tomorrow is refused until it is listed
+// here. What is left out is what would give the tenant more than its
+// control plane: scheduling and placement (nodeSelector, affinity,
+// tolerations, priority, runtime and scheduler names, topology spread: the
+// provider's to set), host access, identities, Secrets and ConfigMaps of
+// the management namespace, storage the nodes would mount or claim, and pod
+// metadata that changes the pod's lifecycle (finalizers, owners, names).
+//
+// The merge itself cannot weaken capn's hardening either: the builders
+// re-impose it after merging (builders.customize).
+
+// rule is one node of the allow-list: an object with the listed fields,
+// a list whose items follow items, a map with free keys whose values follow
+// values, or a leaf (check validates its value, if set).
+type rule struct {
+	fields   map[string]*rule
+	items    *rule
+	maxItems int
+	values   *rule
+	keyCheck func(key string, p *field.Path) field.ErrorList
+	check    func(v any, p *field.Path) field.ErrorList
+}
+
+func leaf() *rule { return &rule{} }
+
+func object(fields map[string]*rule) *rule { return &rule{fields: fields} }
+
+func list(max int, items *rule) *rule { return &rule{items: items, maxItems: max} }
+
+// Bounds: a component's pod runs beside other tenants' on the provider's
+// nodes, so none of it may be unbounded.
 const (
-	whyHost     = "would give the pod access to the management cluster's node"
-	whyPriv     = "would let a container gain privileges on the management cluster's node"
-	whyIdentity = "would borrow a management-cluster identity"
-	whyMgmtObj  = "would read an object in the management namespace, which the tenant does not own"
-	whyVolume   = "only emptyDir, downwardAPI, ephemeral, image and downwardAPI-only projected volumes are allowed"
+	maxContainers      = 8 // including the component's own
+	maxInitContainers  = 4
+	maxVolumes         = 16
+	maxVolumeMounts    = 16
+	maxEnv             = 64
+	maxPorts           = 8
+	maxCommandArgs     = 64
+	maxGracePeriod     = 60
+	maxTemplateMetaLen = 16 << 10 // labels and annotations, bytes
 )
+
+var (
+	// positive is for user and group IDs: 0 would be root.
+	positive = &rule{check: func(v any, p *field.Path) field.ErrorList {
+		if n, ok := v.(float64); !ok || n < 1 || n > math.MaxInt32 {
+			return field.ErrorList{field.Invalid(p, v, "must be a user or group ID between 1 and 2147483647: root is not allowed")}
+		}
+		return nil
+	}}
+	mustBe = func(want bool) *rule {
+		return &rule{check: func(v any, p *field.Path) field.ErrorList {
+			if b, ok := v.(bool); !ok || b != want {
+				return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("may only be %t: capn's hardening cannot be relaxed", want))}
+			}
+			return nil
+		}}
+	}
+	fieldRef         = object(map[string]*rule{"fieldPath": leaf(), "apiVersion": leaf()})
+	resourceFieldRef = object(map[string]*rule{"containerName": leaf(), "resource": leaf(), "divisor": leaf()})
+	envVar           = object(map[string]*rule{
+		"name": leaf(), "value": leaf(),
+		"valueFrom": object(map[string]*rule{"fieldRef": fieldRef, "resourceFieldRef": resourceFieldRef}),
+	})
+	resourceList = &rule{values: leaf(), keyCheck: func(k string, p *field.Path) field.ErrorList {
+		if !slices.Contains(boundedResources, corev1.ResourceName(k)) {
+			return field.ErrorList{field.NotSupported(p, k, resourceNames(boundedResources))}
+		}
+		return nil
+	}}
+	probe = object(map[string]*rule{
+		"httpGet":             object(map[string]*rule{"path": leaf(), "port": leaf(), "scheme": leaf()}),
+		"tcpSocket":           object(map[string]*rule{"port": leaf()}),
+		"grpc":                object(map[string]*rule{"port": leaf(), "service": leaf()}),
+		"exec":                object(map[string]*rule{"command": list(maxCommandArgs, leaf())}),
+		"initialDelaySeconds": leaf(), "periodSeconds": leaf(), "timeoutSeconds": leaf(),
+		"failureThreshold": leaf(), "successThreshold": leaf(),
+	})
+	containerFields = map[string]*rule{
+		"name": leaf(), "image": leaf(), "imagePullPolicy": leaf(),
+		"command": list(maxCommandArgs, leaf()), "args": list(maxCommandArgs, leaf()), "workingDir": leaf(),
+		"env":          list(maxEnv, envVar),
+		"volumeMounts": list(maxVolumeMounts, object(map[string]*rule{"name": leaf(), "mountPath": leaf(), "readOnly": leaf(), "subPath": leaf()})),
+		"resources":    object(map[string]*rule{"limits": resourceList, "requests": resourceList}),
+		"ports":        list(maxPorts, object(map[string]*rule{"name": leaf(), "containerPort": leaf(), "protocol": leaf()})),
+		"securityContext": object(map[string]*rule{
+			"runAsUser": positive, "runAsGroup": positive, "runAsNonRoot": mustBe(true),
+			"readOnlyRootFilesystem": mustBe(true), "allowPrivilegeEscalation": mustBe(false),
+		}),
+		"readinessProbe": probe, "livenessProbe": probe, "startupProbe": probe,
+	}
+	container     = object(containerFields)
+	initContainer = object(with(containerFields, "restartPolicy", &rule{check: func(v any, p *field.Path) field.ErrorList {
+		if v != string(corev1.ContainerRestartPolicyAlways) {
+			return field.ErrorList{field.NotSupported(p, v, []string{string(corev1.ContainerRestartPolicyAlways)})}
+		}
+		return nil
+	}}))
+	downwardAPIItems = list(maxVolumes, object(map[string]*rule{"path": leaf(), "fieldRef": fieldRef, "resourceFieldRef": resourceFieldRef, "mode": leaf()}))
+	downwardAPI      = object(map[string]*rule{"items": downwardAPIItems, "defaultMode": leaf()})
+	volume           = object(map[string]*rule{
+		"name": leaf(),
+		"emptyDir": object(map[string]*rule{"medium": &rule{check: func(v any, p *field.Path) field.ErrorList {
+			if v != "" && v != string(corev1.StorageMediumMemory) {
+				return field.ErrorList{field.NotSupported(p, v, []string{"", string(corev1.StorageMediumMemory)})}
+			}
+			return nil
+		}}, "sizeLimit": leaf()}),
+		"downwardAPI": downwardAPI,
+		"projected":   object(map[string]*rule{"sources": list(maxVolumes, object(map[string]*rule{"downwardAPI": downwardAPI})), "defaultMode": leaf()}),
+		"image":       object(map[string]*rule{"reference": leaf(), "pullPolicy": leaf()}),
+	})
+	podTemplateRule = object(map[string]*rule{
+		"metadata": object(map[string]*rule{"labels": {values: leaf()}, "annotations": {values: leaf()}}),
+		"spec": object(map[string]*rule{
+			"containers":     list(maxContainers, container),
+			"initContainers": list(maxInitContainers, initContainer),
+			"volumes":        list(maxVolumes, volume),
+			"terminationGracePeriodSeconds": {check: func(v any, p *field.Path) field.ErrorList {
+				if n, ok := v.(float64); !ok || n < 0 || n > maxGracePeriod {
+					return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("must be between 0 and %d seconds", maxGracePeriod))}
+				}
+				return nil
+			}},
+			"securityContext": object(map[string]*rule{
+				"runAsUser": positive, "runAsGroup": positive, "runAsNonRoot": mustBe(true), "fsGroup": positive,
+				"supplementalGroups": list(16, positive),
+			}),
+		}),
+	})
+)
+
+func with(m map[string]*rule, k string, r *rule) map[string]*rule {
+	out := make(map[string]*rule, len(m)+1)
+	for key, v := range m {
+		out[key] = v
+	}
+	out[k] = r
+	return out
+}
 
 func validatePodTemplate(tpl *corev1.PodTemplateSpec, fldPath *field.Path) field.ErrorList {
 	if tpl == nil {
 		return nil
 	}
-	mp := fldPath.Child("metadata")
-	allErrs := metav1validation.ValidateLabels(tpl.Labels, mp.Child("labels"))
-	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(tpl.Annotations, mp.Child("annotations"))...)
+	data, err := json.Marshal(tpl)
+	if err != nil {
+		return field.ErrorList{field.InternalError(fldPath, err)}
+	}
+	var doc any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return field.ErrorList{field.InternalError(fldPath, err)}
+	}
+	allErrs := podTemplateRule.walk(doc, fldPath)
 
-	spec, sp := &tpl.Spec, fldPath.Child("spec")
-	forbidIf := func(cond bool, p *field.Path, why string) {
-		if cond {
-			allErrs = append(allErrs, field.Forbidden(p, why))
+	mp := fldPath.Child("metadata")
+	allErrs = append(allErrs, metav1validation.ValidateLabels(tpl.Labels, mp.Child("labels"))...)
+	allErrs = append(allErrs, apimachineryvalidation.ValidateAnnotations(tpl.Annotations, mp.Child("annotations"))...)
+	allErrs = append(allErrs, validateReservedKeys(tpl.Labels, mp.Child("labels"))...)
+	allErrs = append(allErrs, validateReservedKeys(tpl.Annotations, mp.Child("annotations"))...)
+	if n := metaSize(tpl.Labels) + metaSize(tpl.Annotations); n > maxTemplateMetaLen {
+		allErrs = append(allErrs, field.TooLong(mp, n, maxTemplateMetaLen))
+	}
+
+	sp := fldPath.Child("spec")
+	for _, cs := range []struct {
+		name string
+		list []corev1.Container
+	}{{"initContainers", tpl.Spec.InitContainers}, {"containers", tpl.Spec.Containers}} {
+		for i := range cs.list {
+			cp := sp.Child(cs.name).Index(i)
+			if cs.list[i].Name == "" {
+				allErrs = append(allErrs, field.Required(cp.Child("name"), "the patch merges containers by name"))
+			}
+			allErrs = append(allErrs, validateEnv(cs.list[i].Env, cp.Child("env"))...)
+			allErrs = append(allErrs, validateResources(&cs.list[i].Resources, cp.Child("resources"))...)
 		}
 	}
-	forbidIf(spec.HostNetwork, sp.Child("hostNetwork"), whyHost)
-	forbidIf(spec.HostPID, sp.Child("hostPID"), whyHost)
-	forbidIf(spec.HostIPC, sp.Child("hostIPC"), whyHost)
-	forbidIf(spec.NodeName != "", sp.Child("nodeName"), "would bypass the management cluster's scheduler")
-	forbidIf(spec.ServiceAccountName != "", sp.Child("serviceAccountName"), whyIdentity)
-	forbidIf(spec.DeprecatedServiceAccount != "", sp.Child("serviceAccount"), whyIdentity)
-	forbidIf(isTrue(spec.AutomountServiceAccountToken), sp.Child("automountServiceAccountToken"), whyIdentity)
-
-	if sc := spec.SecurityContext; sc != nil {
-		scp := sp.Child("securityContext")
-		forbidIf(len(sc.Sysctls) > 0, scp.Child("sysctls"), "would change kernel settings on the management cluster's node")
-		allErrs = append(allErrs, validateSandbox(sc.WindowsOptions, sc.SeccompProfile, sc.AppArmorProfile, scp)...)
-	}
-
-	for i := range spec.Volumes {
-		allErrs = append(allErrs, validateVolume(&spec.Volumes[i], sp.Child("volumes").Index(i))...)
-	}
-	for i := range spec.InitContainers {
-		allErrs = append(allErrs, validateContainer(&spec.InitContainers[i], sp.Child("initContainers").Index(i))...)
-	}
-	for i := range spec.Containers {
-		allErrs = append(allErrs, validateContainer(&spec.Containers[i], sp.Child("containers").Index(i))...)
-	}
-	for i := range spec.EphemeralContainers {
-		allErrs = append(allErrs, validateContainer((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon), sp.Child("ephemeralContainers").Index(i))...)
+	for i, v := range tpl.Spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && v.EmptyDir.SizeLimit.Cmp(maxEmptyDir) > 0 {
+			allErrs = append(allErrs, field.Invalid(sp.Child("volumes").Index(i).Child("emptyDir", "sizeLimit"),
+				v.EmptyDir.SizeLimit.String(), "must be at most "+maxEmptyDir.String()))
+		}
 	}
 	return allErrs
 }
 
-func validateVolume(v *corev1.Volume, fldPath *field.Path) field.ErrorList {
+// walk checks v against r, reporting every field r does not allow.
+func (r *rule) walk(v any, p *field.Path) field.ErrorList {
+	if v == nil {
+		return nil // JSON null: unset (e.g. metadata.creationTimestamp)
+	}
 	var allErrs field.ErrorList
-	named := []struct {
-		set  bool
-		name string
-		why  string
-	}{
-		{v.HostPath != nil, "hostPath", "would expose the management cluster node's filesystem"},
-		{v.Secret != nil, "secret", whyMgmtObj},
-		{v.ConfigMap != nil, "configMap", whyMgmtObj},
-		{v.PersistentVolumeClaim != nil, "persistentVolumeClaim", whyMgmtObj},
-	}
-	for _, n := range named {
-		if n.set {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Child(n.name), n.why))
+	switch {
+	case r.fields != nil:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return field.ErrorList{field.Invalid(p, v, "must be an object")}
 		}
+		for _, k := range sortedKeys(m) {
+			child, ok := r.fields[k]
+			if !ok {
+				if m[k] == nil {
+					continue
+				}
+				allErrs = append(allErrs, field.Forbidden(p.Child(k), "may not be set in a pod template; allowed here: "+strings.Join(sortedKeys(r.fields), ", ")))
+				continue
+			}
+			allErrs = append(allErrs, child.walk(m[k], p.Child(k))...)
+		}
+	case r.items != nil:
+		l, ok := v.([]any)
+		if !ok {
+			return field.ErrorList{field.Invalid(p, v, "must be a list")}
+		}
+		if len(l) > r.maxItems {
+			return field.ErrorList{field.TooMany(p, len(l), r.maxItems)}
+		}
+		for i, item := range l {
+			allErrs = append(allErrs, r.items.walk(item, p.Index(i))...)
+		}
+	case r.values != nil:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return field.ErrorList{field.Invalid(p, v, "must be a map")}
+		}
+		for _, k := range sortedKeys(m) {
+			if r.keyCheck != nil {
+				allErrs = append(allErrs, r.keyCheck(k, p.Key(k))...)
+			}
+			allErrs = append(allErrs, r.values.walk(m[k], p.Key(k))...)
+		}
+	case r.check != nil:
+		allErrs = r.check(v, p)
 	}
-	if v.Projected != nil {
-		for i, s := range v.Projected.Sources {
-			if s.DownwardAPI == nil || s.Secret != nil || s.ConfigMap != nil || s.ServiceAccountToken != nil ||
-				s.ClusterTrustBundle != nil || s.PodCertificate != nil {
-				allErrs = append(allErrs, field.Forbidden(fldPath.Child("projected", "sources").Index(i), whyVolume))
+	return allErrs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// reservedDomains are label and annotation prefixes that tell the
+// management cluster's own machinery (kubelet, kubectl, the autoscaler,
+// Pod Security, capn itself) what to do with a pod; a tenant may not set
+// them on a pod that runs under the provider's account.
+var reservedDomains = []string{"kubernetes.io", "k8s.io", "capn.dev"}
+
+func validateReservedKeys(m map[string]string, p *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for _, k := range sortedKeys(m) {
+		prefix, _, ok := strings.Cut(k, "/")
+		if !ok {
+			continue
+		}
+		for _, d := range reservedDomains {
+			if prefix == d || strings.HasSuffix(prefix, "."+d) {
+				allErrs = append(allErrs, field.Forbidden(p.Key(k), "keys under "+d+" are reserved for the management cluster and capn"))
+				break
 			}
 		}
 	}
-	// Anything else (network and cloud volumes, inline CSI, gitRepo) would
-	// have the management cluster's nodes mount storage on a tenant's say.
-	rest := v.VolumeSource
-	rest.HostPath, rest.Secret, rest.ConfigMap, rest.PersistentVolumeClaim, rest.Projected = nil, nil, nil, nil, nil
-	rest.EmptyDir, rest.DownwardAPI, rest.Ephemeral, rest.Image = nil, nil, nil, nil
-	if rest != (corev1.VolumeSource{}) {
-		allErrs = append(allErrs, field.Forbidden(fldPath, whyVolume))
-	}
 	return allErrs
 }
 
-func validateContainer(c *corev1.Container, fldPath *field.Path) field.ErrorList {
-	allErrs := validateEnv(c.Env, fldPath.Child("env"))
-	for i, ef := range c.EnvFrom {
-		p := fldPath.Child("envFrom").Index(i)
-		if ef.SecretRef != nil {
-			allErrs = append(allErrs, field.Forbidden(p.Child("secretRef"), whyMgmtObj))
-		}
-		if ef.ConfigMapRef != nil {
-			allErrs = append(allErrs, field.Forbidden(p.Child("configMapRef"), whyMgmtObj))
-		}
+func metaSize(m map[string]string) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + len(v)
 	}
-	for i, port := range c.Ports {
-		if port.HostPort != 0 {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Child("ports").Index(i).Child("hostPort"), whyHost))
-		}
-	}
-	sc := c.SecurityContext
-	if sc == nil {
-		return allErrs
-	}
-	scp := fldPath.Child("securityContext")
-	if isTrue(sc.Privileged) {
-		allErrs = append(allErrs, field.Forbidden(scp.Child("privileged"), whyPriv))
-	}
-	if isTrue(sc.AllowPrivilegeEscalation) {
-		allErrs = append(allErrs, field.Forbidden(scp.Child("allowPrivilegeEscalation"), whyPriv))
-	}
-	if sc.Capabilities != nil && len(sc.Capabilities.Add) > 0 {
-		allErrs = append(allErrs, field.Forbidden(scp.Child("capabilities", "add"), whyPriv))
-	}
-	if sc.ProcMount != nil {
-		allErrs = append(allErrs, field.Forbidden(scp.Child("procMount"), "would unmask /proc of the management cluster's node"))
-	}
-	return append(allErrs, validateSandbox(sc.WindowsOptions, sc.SeccompProfile, sc.AppArmorProfile, scp)...)
+	return n
 }
-
-// validateSandbox covers the settings that exist at both pod and container
-// level and each switch a confinement off.
-func validateSandbox(w *corev1.WindowsSecurityContextOptions, seccomp *corev1.SeccompProfile, apparmor *corev1.AppArmorProfile, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	if w != nil && isTrue(w.HostProcess) {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("windowsOptions", "hostProcess"), whyHost))
-	}
-	if seccomp != nil && seccomp.Type == corev1.SeccompProfileTypeUnconfined {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("seccompProfile", "type"), whyPriv))
-	}
-	if apparmor != nil && apparmor.Type == corev1.AppArmorProfileTypeUnconfined {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("appArmorProfile", "type"), whyPriv))
-	}
-	return allErrs
-}
-
-func isTrue(b *bool) bool { return b != nil && *b }

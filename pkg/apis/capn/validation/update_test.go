@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -182,4 +185,27 @@ func TestValidateUpgradeRequest(t *testing.T) {
 			expectError(t, errs, wantErr{"version", tc.wantType, ""})
 		})
 	}
+}
+
+// Validation that tightened since a NestedCluster was stored ratchets: an
+// update that leaves the now-invalid field as it is passes (so the object
+// can still be edited, scaled, and have its finalizer removed); an update
+// that touches it is validated in full.
+func TestUpdateRatchetsTightenedRules(t *testing.T) {
+	old := validNC(t)
+	old.ResourceVersion = "1"
+	old.Spec.APIServer.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{PriorityClassName: "system-cluster-critical"}}
+	old.Spec.ControllerManager.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")}}
+	require.NotEmpty(t, ValidateNestedCluster(old), "the stored object must be invalid under today's rules")
+
+	untouched := old.DeepCopy()
+	untouched.Finalizers = nil
+	untouched.Spec.Scheduler.Replicas = ptr.To[int32](2)
+	assert.Empty(t, ValidateNestedClusterUpdate(untouched, old))
+
+	touched := old.DeepCopy()
+	touched.Spec.APIServer.PodTemplate.Spec.PriorityClassName = "other"
+	errs := ValidateNestedClusterUpdate(touched, old)
+	require.Len(t, errs, 1, "%v", errs)
+	assert.Equal(t, "spec.apiServer.podTemplate.spec.priorityClassName", errs[0].Field)
 }

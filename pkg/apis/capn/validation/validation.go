@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -44,7 +46,8 @@ func ValidateNestedClusterName(name string, prefix bool) []string {
 // ValidateNestedCluster validates a NestedCluster on create.
 func ValidateNestedCluster(nc *capn.NestedCluster) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&nc.ObjectMeta, true, ValidateNestedClusterName, field.NewPath("metadata"))
-	return append(allErrs, validateNestedClusterSpec(&nc.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateNestedClusterSpec(&nc.Spec, field.NewPath("spec"))...)
+	return append(allErrs, validateRemovedFlags(&nc.Spec, field.NewPath("spec"))...)
 }
 
 // ValidateNestedClusterUpdate validates a spec update: the new object must be
@@ -56,7 +59,10 @@ func ValidateNestedClusterUpdate(newNC, oldNC *capn.NestedCluster) field.ErrorLi
 	// ValidateObjectMetaUpdate already re-validates labels, annotations and
 	// owner references; the name cannot change, so it needs no new check.
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newNC.ObjectMeta, &oldNC.ObjectMeta, field.NewPath("metadata"))
-	allErrs = append(allErrs, validateNestedClusterSpec(&newNC.Spec, specPath)...)
+	allErrs = append(allErrs, ratchet(validateNestedClusterSpec(&newNC.Spec, specPath), &newNC.Spec, &oldNC.Spec, specPath)...)
+	// Not ratcheted: an upgrade must name the flags its version removed,
+	// however long they have been set.
+	allErrs = append(allErrs, validateRemovedFlags(&newNC.Spec, specPath)...)
 	allErrs = append(allErrs, validateNetworkUpdate(&newNC.Spec.ClusterNetwork, &oldNC.Spec.ClusterNetwork, specPath.Child("clusterNetwork"))...)
 	allErrs = append(allErrs, validateEtcdUpdate(&newNC.Spec.Etcd, &oldNC.Spec.Etcd, specPath.Child("etcd"))...)
 	// A malformed new version is already reported by the spec validation;
@@ -67,6 +73,54 @@ func ValidateNestedClusterUpdate(newNC, oldNC *capn.NestedCluster) field.ErrorLi
 	return allErrs
 }
 
+// ratchet drops errors in component fields an update leaves unchanged:
+// validation that tightened since an object was stored (the pod-template
+// allow-list, resource and size bounds) must not make it impossible to
+// edit anything else, remove a finalizer or scale. A changed field is
+// validated in full.
+func ratchet(errs field.ErrorList, newSpec, oldSpec *capn.NestedClusterSpec, specPath *field.Path) field.ErrorList {
+	type pair struct {
+		name     string
+		new, old *capn.ComponentSpec
+	}
+	var unchanged []string
+	for _, c := range []pair{
+		{"apiServer", &newSpec.APIServer.ComponentSpec, &oldSpec.APIServer.ComponentSpec},
+		{"controllerManager", &newSpec.ControllerManager, &oldSpec.ControllerManager},
+		{"scheduler", &newSpec.Scheduler, &oldSpec.Scheduler},
+	} {
+		p := specPath.Child(c.name)
+		for _, f := range []struct {
+			name  string
+			equal bool
+		}{
+			{"podTemplate", apiequality.Semantic.DeepEqual(c.new.PodTemplate, c.old.PodTemplate)},
+			{"resources", apiequality.Semantic.DeepEqual(c.new.Resources, c.old.Resources)},
+			{"extraArgs", apiequality.Semantic.DeepEqual(c.new.ExtraArgs, c.old.ExtraArgs)},
+			{"env", apiequality.Semantic.DeepEqual(c.new.Env, c.old.Env)},
+			{"command", apiequality.Semantic.DeepEqual(c.new.Command, c.old.Command)},
+		} {
+			if f.equal {
+				unchanged = append(unchanged, p.Child(f.name).String())
+			}
+		}
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		keep := true
+		for _, u := range unchanged {
+			if e.Field == u || strings.HasPrefix(e.Field, u+".") || strings.HasPrefix(e.Field, u+"[") {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := validateVersion(fldPath.Child("version"), spec.Version)
 	allErrs = append(allErrs, validateClusterNetwork(&spec.ClusterNetwork, fldPath.Child("clusterNetwork"))...)
@@ -74,7 +128,6 @@ func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateAPIServer(&spec.APIServer, fldPath.Child("apiServer"))...)
 	allErrs = append(allErrs, validateComponent(&spec.ControllerManager, componentControllerManager, fldPath.Child("controllerManager"))...)
 	allErrs = append(allErrs, validateComponent(&spec.Scheduler, componentScheduler, fldPath.Child("scheduler"))...)
-	allErrs = append(allErrs, validateRemovedFlags(spec, fldPath)...)
 	return allErrs
 }
 

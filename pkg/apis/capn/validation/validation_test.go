@@ -229,10 +229,8 @@ func TestValidateNestedClusterValid(t *testing.T) {
 			tpl.Labels = map[string]string{"team": "a"}
 			tpl.Annotations = map[string]string{"example.com/owner": "team-a"}
 			tpl.Spec = corev1.PodSpec{
-				PriorityClassName:            "system-cluster-critical",
-				AutomountServiceAccountToken: ptr.To(false),
-				Tolerations:                  []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
-				SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+				TerminationGracePeriodSeconds: ptr.To[int64](60),
+				SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532)},
 				Volumes: []corev1.Volume{
 					{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 					{Name: "info", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{DownwardAPI: &corev1.DownwardAPIProjection{}}}}}},
@@ -241,10 +239,15 @@ func TestValidateNestedClusterValid(t *testing.T) {
 				Containers: []corev1.Container{{
 					Name: "kube-apiserver",
 					SecurityContext: &corev1.SecurityContext{
-						Privileged: ptr.To(false), AllowPrivilegeEscalation: ptr.To(false),
-						Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 					},
-					Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},
+					Ports:     []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}},
+					Env:       []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
+				}, {
+					// A sidecar, e.g. a KMS plugin.
+					Name: "kms", Image: "example.com/kms-plugin:v1", Args: []string{"--listen=/run/kms/socket"},
+					VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/run/kms"}},
 				}},
 			}
 		},
