@@ -3,8 +3,8 @@ package validation
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
@@ -36,7 +36,6 @@ type rule struct {
 	items    *rule
 	maxItems int
 	values   *rule
-	keyCheck func(key string, p *field.Path) field.ErrorList
 	check    func(v any, p *field.Path) field.ErrorList
 }
 
@@ -82,13 +81,9 @@ var (
 		"name": leaf(), "value": leaf(),
 		"valueFrom": object(map[string]*rule{"fieldRef": fieldRef, "resourceFieldRef": resourceFieldRef}),
 	})
-	resourceList = &rule{values: leaf(), keyCheck: func(k string, p *field.Path) field.ErrorList {
-		if !slices.Contains(boundedResources, corev1.ResourceName(k)) {
-			return field.ErrorList{field.NotSupported(p, k, resourceNames(boundedResources))}
-		}
-		return nil
-	}}
-	probe = object(map[string]*rule{
+	// Names and bounds are validateResources' to check.
+	resourceList = &rule{values: leaf()}
+	probe        = object(map[string]*rule{
 		"httpGet":             object(map[string]*rule{"path": leaf(), "port": leaf(), "scheme": leaf()}),
 		"tcpSocket":           object(map[string]*rule{"port": leaf()}),
 		"grpc":                object(map[string]*rule{"port": leaf(), "service": leaf()}),
@@ -151,10 +146,7 @@ var (
 )
 
 func with(m map[string]*rule, k string, r *rule) map[string]*rule {
-	out := make(map[string]*rule, len(m)+1)
-	for key, v := range m {
-		out[key] = v
-	}
+	out := maps.Clone(m)
 	out[k] = r
 	return out
 }
@@ -245,9 +237,6 @@ func (r *rule) walk(v any, p *field.Path) field.ErrorList {
 			return field.ErrorList{field.Invalid(p, v, "must be a map")}
 		}
 		for _, k := range sortedKeys(m) {
-			if r.keyCheck != nil {
-				allErrs = append(allErrs, r.keyCheck(k, p.Key(k))...)
-			}
 			allErrs = append(allErrs, r.values.walk(m[k], p.Key(k))...)
 		}
 	case r.check != nil:
