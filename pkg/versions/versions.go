@@ -50,13 +50,18 @@ func (v Version) Compare(o Version) int {
 }
 
 // Pre-releases are refused on purpose: capn only provisions released builds.
-var versionRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+// Each number has at most maxDigits digits: real releases are far below that,
+// and an unbounded one overflows int and then compares as the newest version
+// there is, so a cluster set to it could never be changed back.
+const maxDigits = 4
+
+var versionRE = regexp.MustCompile(fmt.Sprintf(`^v(0|[1-9][0-9]{0,%[1]d})\.(0|[1-9][0-9]{0,%[1]d})\.(0|[1-9][0-9]{0,%[1]d})$`, maxDigits-1))
 
 // Parse accepts exactly "vMAJOR.MINOR.PATCH".
 func Parse(s string) (Version, error) {
 	m := versionRE.FindStringSubmatch(s)
 	if m == nil {
-		return Version{}, fmt.Errorf("must be of the form vMAJOR.MINOR.PATCH, e.g. %s", Default())
+		return Version{}, fmt.Errorf("must be of the form vMAJOR.MINOR.PATCH, each at most %d digits, e.g. %s", maxDigits, Default())
 	}
 	var v Version
 	v.Major, _ = strconv.Atoi(m[1])

@@ -7,10 +7,11 @@ import (
 
 func TestParse(t *testing.T) {
 	good := map[string]Version{
-		"v1.37.2":  {1, 37, 2},
-		"v1.36.0":  {1, 36, 0},
-		"v0.0.0":   {0, 0, 0},
-		"v2.10.11": {2, 10, 11},
+		"v1.37.2":    {1, 37, 2},
+		"v1.36.0":    {1, 36, 0},
+		"v0.0.0":     {0, 0, 0},
+		"v2.10.11":   {2, 10, 11},
+		"v1.37.9999": {1, 37, 9999},
 	}
 	for s, want := range good {
 		got, err := Parse(s)
@@ -24,6 +25,8 @@ func TestParse(t *testing.T) {
 	bad := []string{
 		"", "1.37.2", "v1.37", "v1", "v1.37.2.1", "V1.37.2", "v01.37.2", "v1.037.2", "v1.37.02",
 		"v1.37.2-rc.0", "v1.37.2+build", " v1.37.2", "v1.37.2 ", "v-1.37.2", "latest",
+		// Overlong numbers used to overflow into the largest version there is.
+		"v1.37.99999999999999999999999", "v1.37.10000", "v99999.0.0",
 	}
 	for _, s := range bad {
 		if v, err := Parse(s); err == nil {

@@ -23,10 +23,12 @@ func ValidateKubeconfigRequest(req *capn.NestedClusterKubeconfigRequest, maxExpi
 	var errs field.ErrorList
 	if s := req.Spec.ExpirationSeconds; s != nil {
 		p := field.NewPath("spec", "expirationSeconds")
-		switch d := time.Duration(*s) * time.Second; {
+		// Compared in seconds: converting a hostile value such as
+		// 9223372037 to a Duration first overflows into a negative one.
+		switch {
 		case *s < int64(MinKubeconfigExpiration/time.Second):
 			errs = append(errs, field.Invalid(p, *s, fmt.Sprintf("must be at least %d (%s)", int64(MinKubeconfigExpiration/time.Second), MinKubeconfigExpiration)))
-		case d > maxExpiration:
+		case *s > int64(maxExpiration/time.Second):
 			errs = append(errs, field.Invalid(p, *s, fmt.Sprintf("must be at most %d, this server's maximum (%s)", int64(maxExpiration/time.Second), maxExpiration)))
 		}
 	}

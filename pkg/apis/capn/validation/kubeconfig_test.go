@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ func TestValidateKubeconfigRequest(t *testing.T) {
 		{name: "maximum", seconds: ptr.To[int64](86400)},
 		{name: "too short", seconds: ptr.To[int64](599), want: "spec.expirationSeconds: Invalid value: 599: must be at least 600"},
 		{name: "negative", seconds: ptr.To[int64](-1), want: "spec.expirationSeconds: Invalid value: -1"},
+		// time.Duration(s)*time.Second overflows negative for these.
+		{name: "overflowing", seconds: ptr.To[int64](9223372037), want: "spec.expirationSeconds: Invalid value: 9223372037: must be at most 86400"},
+		{name: "max int64", seconds: ptr.To[int64](math.MaxInt64), want: "spec.expirationSeconds: Invalid value: 9223372036854775807: must be at most 86400"},
 		{name: "too long", seconds: ptr.To[int64](86401), want: "spec.expirationSeconds: Invalid value: 86401: must be at most 86400, this server's maximum (24h0m0s)"},
 		{name: "status set", status: "apiVersion: v1", want: "status: Forbidden: is set by the server"},
 	} {

@@ -27,12 +27,21 @@ func validateClusterNetwork(n *capn.ClusterNetwork, fldPath *field.Path) field.E
 
 	if svcOK {
 		_, svc, _ := netutils.ParseCIDRSloppy(n.ServiceCIDR)
+		if !netutils.IsIPv4CIDR(svc) {
+			// kube-apiserver requires its service range to be of its
+			// advertise address's family, and that is the pod IP capn's
+			// management network gives it: IPv4.
+			allErrs = append(allErrs, field.Invalid(svcPath, n.ServiceCIDR, "must be an IPv4 range: the tenant kube-apiserver advertises its pod's IPv4 address, and kube-apiserver requires the service range to be of the same family"))
+		}
 		if ones, bits := svc.Mask.Size(); netutils.IsIPv4CIDR(svc) && bits-ones > maxServiceCIDRBits {
 			allErrs = append(allErrs, field.Invalid(svcPath, n.ServiceCIDR,
 				fmt.Sprintf("must be /%d or smaller: kube-apiserver refuses IPv4 service ranges of more than 2^%d addresses", bits-maxServiceCIDRBits, maxServiceCIDRBits)))
 		}
 		if len(podErrs) == 0 {
 			_, pod, _ := netutils.ParseCIDRSloppy(n.PodCIDR)
+			if netutils.IsIPv4CIDR(pod) != netutils.IsIPv4CIDR(svc) {
+				allErrs = append(allErrs, field.Invalid(podPath, n.PodCIDR, "must be of serviceCIDR's IP family"))
+			}
 			if svc.Contains(pod.IP) || pod.Contains(svc.IP) {
 				allErrs = append(allErrs, field.Invalid(podPath, n.PodCIDR, fmt.Sprintf("must not overlap serviceCIDR %s", n.ServiceCIDR)))
 			}

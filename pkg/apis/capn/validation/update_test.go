@@ -151,6 +151,7 @@ func TestValidateVersionChange(t *testing.T) {
 		{"downgrade to from after finish", "v1.37.0", "v1.36.3", finished, field.ErrorTypeInvalid},
 		{"malformed new", "v1.37.0", "latest", nil, field.ErrorTypeInvalid},
 		{"unparsable stored version can be repaired", "1.37", "v1.37.2", nil, ""},
+		{"overlong stored version can be repaired", "v1.37.99999999999999999999999", "v1.37.2", nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,4 +209,24 @@ func TestUpdateRatchetsTightenedRules(t *testing.T) {
 	errs := ValidateNestedClusterUpdate(touched, old)
 	require.Len(t, errs, 1, "%v", errs)
 	assert.Equal(t, "spec.apiServer.podTemplate.spec.priorityClassName", errs[0].Field)
+}
+
+// Objects stored before the version and network rules tightened (an
+// overlong patch number, an IPv6 service range) keep accepting updates
+// that leave those fields alone, and can be repaired.
+func TestUpdateRatchetsStoredVersionAndNetwork(t *testing.T) {
+	old := validNC(t)
+	old.ResourceVersion = "1"
+	old.Spec.Version = "v1.37.99999999999999999999999"
+	old.Spec.ClusterNetwork = capn.ClusterNetwork{ServiceCIDR: "fd00::/108", PodCIDR: "fd00:1::/64", DNSDomain: "cluster.local"}
+	require.NotEmpty(t, ValidateNestedCluster(old), "the stored object must be invalid under today's rules")
+
+	untouched := old.DeepCopy()
+	untouched.Finalizers = nil
+	untouched.Spec.Scheduler.Replicas = ptr.To[int32](2)
+	assert.Empty(t, ValidateNestedClusterUpdate(untouched, old))
+
+	repaired := old.DeepCopy()
+	repaired.Spec.Version = "v1.37.2"
+	assert.Empty(t, ValidateNestedClusterUpdate(repaired, old))
 }

@@ -84,6 +84,14 @@ func ratchet(errs field.ErrorList, newSpec, oldSpec *capn.NestedClusterSpec, spe
 		new, old *capn.ComponentSpec
 	}
 	var unchanged []string
+	// Whole-spec fields that tightened: a stored, now-invalid version or
+	// network (immutable anyway) must not block every other update.
+	if newSpec.Version == oldSpec.Version {
+		unchanged = append(unchanged, specPath.Child("version").String())
+	}
+	if newSpec.ClusterNetwork == oldSpec.ClusterNetwork {
+		unchanged = append(unchanged, specPath.Child("clusterNetwork").String())
+	}
 	for _, c := range []pair{
 		{"apiServer", &newSpec.APIServer.ComponentSpec, &oldSpec.APIServer.ComponentSpec},
 		{"controllerManager", &newSpec.ControllerManager, &oldSpec.ControllerManager},
