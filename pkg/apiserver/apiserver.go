@@ -77,6 +77,8 @@ type Config struct {
 	// certificates of at most MaxKubeconfigExpiration.
 	KubeconfigIssuer        nestedcluster.KubeconfigIssuer
 	MaxKubeconfigExpiration time.Duration
+	// FinalizerAdminGroups may remove capn's finalizer besides capn itself.
+	FinalizerAdminGroups []string
 }
 
 // CompletedConfig can only be made by Complete.
@@ -89,12 +91,14 @@ type completedConfig struct {
 	PostStartHooks          map[string]genericapiserver.PostStartHookFunc
 	KubeconfigIssuer        nestedcluster.KubeconfigIssuer
 	MaxKubeconfigExpiration time.Duration
+	FinalizerAdminGroups    []string
 }
 
 // Complete fills in defaults; it mutates the receiver.
 func (c *Config) Complete() CompletedConfig {
 	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete(), PostStartHooks: c.PostStartHooks,
-		KubeconfigIssuer: c.KubeconfigIssuer, MaxKubeconfigExpiration: c.MaxKubeconfigExpiration}}
+		KubeconfigIssuer: c.KubeconfigIssuer, MaxKubeconfigExpiration: c.MaxKubeconfigExpiration,
+		FinalizerAdminGroups: c.FinalizerAdminGroups}}
 }
 
 // Server is a running capn-apiserver.
@@ -108,7 +112,10 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := nestedcluster.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter)
+	store, err := nestedcluster.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, nestedcluster.Policy{
+		Authorizer:           c.GenericConfig.Authorization.Authorizer,
+		FinalizerAdminGroups: c.FinalizerAdminGroups,
+	})
 	if err != nil {
 		return nil, err
 	}

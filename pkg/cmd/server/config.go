@@ -71,7 +71,7 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 		// kubelet probes call without credentials.
 		cfg.Authentication.Authenticator = rejectAnonymous(cfg.Authentication.Authenticator)
 	}
-	out := &apiserver.Config{GenericConfig: cfg}
+	out := &apiserver.Config{GenericConfig: cfg, FinalizerAdminGroups: o.FinalizerAdminGroups}
 	if o.Provisioner == ProvisionerPods {
 		mgmt, err := o.managementConfig()
 		if err != nil {

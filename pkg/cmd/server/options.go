@@ -19,6 +19,7 @@ import (
 	"capn.dev/capn/pkg/apiserver"
 	"capn.dev/capn/pkg/provisioner/controller"
 	"capn.dev/capn/pkg/provisioner/pki"
+	"capn.dev/capn/pkg/registry/nestedcluster"
 )
 
 const etcdPathPrefix = "/registry/capn.dev"
@@ -60,6 +61,8 @@ type Options struct {
 	// UpgradeStepTimeout halts an upgrade whose component is not rolled
 	// out in this long.
 	UpgradeStepTimeout time.Duration
+	// FinalizerAdminGroups may remove capn's finalizer (break-glass).
+	FinalizerAdminGroups []string
 
 	Out, ErrOut io.Writer
 }
@@ -76,6 +79,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		LeaderElectNamespace:    "capn-system",
 		CertRenewalThreshold:    pki.DefaultRenewalThreshold,
 		UpgradeStepTimeout:      controller.DefaultUpgradeStepTimeout,
+		FinalizerAdminGroups:    nestedcluster.DefaultFinalizerAdminGroups,
 		Out:                     out,
 		ErrOut:                  errOut,
 	}
@@ -112,6 +116,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			validation.MinKubeconfigExpiration, pki.MaxTenantKubeconfigTTL))
 	fs.DurationVar(&o.UpgradeStepTimeout, "upgrade-step-timeout", o.UpgradeStepTimeout,
 		"With --provisioner=pods, halt a version upgrade (condition Degraded) when a component's new pods are not all ready this long after it started rolling.")
+	fs.StringSliceVar(&o.FinalizerAdminGroups, "finalizer-admin-groups", o.FinalizerAdminGroups,
+		"Groups that may remove the capn.dev/provisioner finalizer from a NestedCluster besides capn itself: the provider's break-glass path for a control plane capn cannot delete. Tenants must never be in them; the finalizer then leaves the management namespace to the orphan sweep.")
 }
 
 // UseEmbeddedEtcd reports whether the server must start its own etcd.

@@ -16,21 +16,18 @@ import (
 	"capn.dev/capn/pkg/provisioner"
 )
 
-// Finalizer holds a NestedCluster until its management namespace is gone,
-// so deleting the API object never leaks a running control plane.
-const Finalizer = "capn.dev/provisioner"
 
 // namespaceGoneRequeue is a safety net while a namespace terminates: its
 // removal normally arrives through WatchManagement.
 const namespaceGoneRequeue = 15 * time.Second
 
-// ensureFinalizer adds Finalizer before anything is created, and returns
+// ensureFinalizer adds capn.ProvisionerFinalizer before anything is created, and returns
 // the updated object so later steps write against its resourceVersion.
 func (c *Controller) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedCluster) (*v1alpha1.NestedCluster, error) {
-	if slices.Contains(nc.Finalizers, Finalizer) {
+	if slices.Contains(nc.Finalizers, capn.ProvisionerFinalizer) {
 		return nc, nil
 	}
-	nc.Finalizers = append(nc.Finalizers, Finalizer)
+	nc.Finalizers = append(nc.Finalizers, capn.ProvisionerFinalizer)
 	out, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("adding finalizer: %w", err)
@@ -44,7 +41,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedClu
 // waits until it is gone, then releases the NestedCluster. It runs whether
 // or not the cluster is paused: a paused cluster must still be deletable.
 func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (time.Duration, error) {
-	if !slices.Contains(nc.Finalizers, Finalizer) {
+	if !slices.Contains(nc.Finalizers, capn.ProvisionerFinalizer) {
 		return 0, nil
 	}
 	logger := klog.FromContext(ctx)
@@ -60,7 +57,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
 	case apierrors.IsNotFound(err):
-		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == Finalizer })
+		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == capn.ProvisionerFinalizer })
 		if _, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return 0, fmt.Errorf("removing finalizer: %w", err)
 		}

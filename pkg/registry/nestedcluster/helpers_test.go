@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -74,7 +77,7 @@ func newStorage(t *testing.T) nestedcluster.Storage {
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          "capn.dev/nestedclusters",
 	}
-	s, err := nestedcluster.NewStorage(apiserver.Scheme, opts)
+	s, err := nestedcluster.NewStorage(apiserver.Scheme, opts, testPolicy)
 	if err != nil {
 		t.Fatalf("NewStorage: %v", err)
 	}
@@ -96,8 +99,30 @@ func testNamespace(t *testing.T) string {
 	return fmt.Sprintf("%s-%d", ns, nsCounter.Add(1))
 }
 
+// tenant is who the tests act as unless they say otherwise.
+var tenant = &user.DefaultInfo{Name: "tenant-user", Groups: []string{user.AllAuthenticated}}
+
+// unreadableSecret is the one Secret testPolicy's authorizer denies.
+const unreadableSecret = "not-yours"
+
+// testPolicy stands in for the management cluster's RBAC: every user may
+// get every Secret, but only system:masters may get unreadableSecret.
+var testPolicy = nestedcluster.Policy{
+	Authorizer: authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetResource() == "secrets" && a.GetName() == unreadableSecret && !slices.Contains(a.GetUser().GetGroups(), user.SystemPrivilegedGroup) {
+			return authorizer.DecisionDeny, "", nil
+		}
+		return authorizer.DecisionAllow, "", nil
+	}),
+	FinalizerAdminGroups: nestedcluster.DefaultFinalizerAdminGroups,
+}
+
 func nsContext(ns string) context.Context {
-	return genericapirequest.WithNamespace(genericapirequest.NewContext(), ns)
+	return asUser(genericapirequest.WithNamespace(genericapirequest.NewContext(), ns), tenant)
+}
+
+func asUser(ctx context.Context, u user.Info) context.Context {
+	return genericapirequest.WithUser(ctx, u)
 }
 
 // newCluster is what a user who wrote only a name (and optionally a

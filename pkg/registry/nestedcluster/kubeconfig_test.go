@@ -77,7 +77,7 @@ func TestKubeconfigSubresource(t *testing.T) {
 		{"over the maximum", alice, "tenant-a", withSeconds(7201), apierrors.IsInvalid, "spec.expirationSeconds: Invalid value: 7201: must be at most 7200"},
 		{"under the minimum", alice, "tenant-a", withSeconds(60), apierrors.IsInvalid, "spec.expirationSeconds: Invalid value: 60"},
 		{"anonymous", genericapirequest.WithUser(e.ctx, &user.DefaultInfo{Name: user.Anonymous}), "tenant-a", &capn.NestedClusterKubeconfigRequest{}, apierrors.IsForbidden, "authenticated user only"},
-		{"no user", e.ctx, "tenant-a", &capn.NestedClusterKubeconfigRequest{}, apierrors.IsForbidden, "authenticated user only"},
+		{"no user", genericapirequest.WithNamespace(genericapirequest.NewContext(), e.ns), "tenant-a", &capn.NestedClusterKubeconfigRequest{}, apierrors.IsForbidden, "authenticated user only"},
 		{"missing cluster", alice, "nope", &capn.NestedClusterKubeconfigRequest{}, apierrors.IsNotFound, `nestedclusters.capn.dev "nope" not found`},
 		{"name mismatch", alice, "tenant-a", &capn.NestedClusterKubeconfigRequest{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, apierrors.IsBadRequest, "does not match"},
 	}

@@ -23,8 +23,12 @@ type Storage struct {
 }
 
 // NewStorage builds the etcd-backed storage for nestedclusters.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (Storage, error) {
-	strategy := NewStrategy(scheme)
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, policy Policy) (Storage, error) {
+	policy, err := policy.complete()
+	if err != nil {
+		return Storage{}, err
+	}
+	strategy := NewStrategy(scheme, policy)
 	statusStrategy := NewStatusStrategy(strategy)
 
 	store := &genericregistry.Store{

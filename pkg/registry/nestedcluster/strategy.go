@@ -26,11 +26,12 @@ import (
 type nestedClusterStrategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	policy Policy
 }
 
 // NewStrategy returns the strategy for spec writes.
-func NewStrategy(typer runtime.ObjectTyper) nestedClusterStrategy {
-	return nestedClusterStrategy{typer, names.SimpleNameGenerator}
+func NewStrategy(typer runtime.ObjectTyper, policy Policy) nestedClusterStrategy {
+	return nestedClusterStrategy{typer, names.SimpleNameGenerator, policy}
 }
 
 func (nestedClusterStrategy) NamespaceScoped() bool { return true }
@@ -59,8 +60,9 @@ func (nestedClusterStrategy) PrepareForUpdate(_ context.Context, obj, old runtim
 	}
 }
 
-func (nestedClusterStrategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateNestedCluster(obj.(*capn.NestedCluster))
+func (s nestedClusterStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	nc := obj.(*capn.NestedCluster)
+	return append(validation.ValidateNestedCluster(nc), s.policy.secretErrors(ctx, nc, nil)...)
 }
 
 func (nestedClusterStrategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
@@ -73,8 +75,11 @@ func (nestedClusterStrategy) AllowUnconditionalUpdate(context.Context) bool { re
 
 func (nestedClusterStrategy) Canonicalize(runtime.Object) {}
 
-func (nestedClusterStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateNestedClusterUpdate(obj.(*capn.NestedCluster), old.(*capn.NestedCluster))
+func (s nestedClusterStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	newNC, oldNC := obj.(*capn.NestedCluster), old.(*capn.NestedCluster)
+	errs := validation.ValidateNestedClusterUpdate(newNC, oldNC)
+	errs = append(errs, s.policy.finalizerErrors(ctx, newNC, oldNC)...)
+	return append(errs, s.policy.secretErrors(ctx, newNC, oldNC)...)
 }
 
 func (nestedClusterStrategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
@@ -116,8 +121,10 @@ func (nestedClusterStatusStrategy) PrepareForUpdate(_ context.Context, obj, old 
 	newNC.Labels = oldNC.Labels
 }
 
-func (nestedClusterStatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateNestedClusterStatusUpdate(obj.(*capn.NestedCluster), old.(*capn.NestedCluster))
+func (s nestedClusterStatusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	newNC, oldNC := obj.(*capn.NestedCluster), old.(*capn.NestedCluster)
+	// /status keeps metadata writable, so it needs the finalizer guard too.
+	return append(validation.ValidateNestedClusterStatusUpdate(newNC, oldNC), s.policy.finalizerErrors(ctx, newNC, oldNC)...)
 }
 
 func (nestedClusterStatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {

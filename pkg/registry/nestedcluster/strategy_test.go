@@ -33,7 +33,7 @@ func storedCluster(t *testing.T) *capn.NestedCluster {
 }
 
 func TestStrategyBasics(t *testing.T) {
-	s := nestedcluster.NewStrategy(apiserver.Scheme)
+	s := nestedcluster.NewStrategy(apiserver.Scheme, nestedcluster.Policy{})
 	if !s.NamespaceScoped() {
 		t.Error("NestedCluster must be namespace scoped")
 	}
@@ -46,7 +46,7 @@ func TestStrategyBasics(t *testing.T) {
 }
 
 func TestPrepareForCreate(t *testing.T) {
-	s := nestedcluster.NewStrategy(apiserver.Scheme)
+	s := nestedcluster.NewStrategy(apiserver.Scheme, nestedcluster.Policy{})
 	nc := storedCluster(t)
 	wantSpec := *nc.Spec.DeepCopy()
 	nc.Generation = 7
@@ -119,7 +119,7 @@ func TestPrepareForUpdate(t *testing.T) {
 			wantSpec: func(nc *capn.NestedCluster) { nc.Spec.Scheduler.Replicas = int32Ptr(2) },
 		},
 	}
-	s := nestedcluster.NewStrategy(apiserver.Scheme)
+	s := nestedcluster.NewStrategy(apiserver.Scheme, nestedcluster.Policy{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			old := storedCluster(t)
@@ -153,7 +153,7 @@ func TestPrepareForUpdate(t *testing.T) {
 }
 
 func TestStatusStrategyPrepareForUpdate(t *testing.T) {
-	s := nestedcluster.NewStatusStrategy(nestedcluster.NewStrategy(apiserver.Scheme))
+	s := nestedcluster.NewStatusStrategy(nestedcluster.NewStrategy(apiserver.Scheme, nestedcluster.Policy{}))
 	old := storedCluster(t)
 	nc := old.DeepCopy()
 	nc.Spec.Paused = true
@@ -196,7 +196,7 @@ func TestStatusStrategyPrepareForUpdate(t *testing.T) {
 }
 
 func TestGetResetFields(t *testing.T) {
-	main := nestedcluster.NewStrategy(apiserver.Scheme)
+	main := nestedcluster.NewStrategy(apiserver.Scheme, nestedcluster.Policy{})
 	status := nestedcluster.NewStatusStrategy(main)
 	cases := []struct {
 		name string
@@ -301,7 +301,7 @@ func TestMatch(t *testing.T) {
 }
 
 func TestMemoryStorageWarning(t *testing.T) {
-	s := nestedcluster.NewStrategy(apiserver.Scheme)
+	s := nestedcluster.NewStrategy(apiserver.Scheme, nestedcluster.Policy{})
 	status := nestedcluster.NewStatusStrategy(s)
 	ctx := context.Background()
 

@@ -1,0 +1,111 @@
+package nestedcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"capn.dev/capn/pkg/apis/capn"
+)
+
+// DefaultFinalizerAdminGroups may remove capn's finalizer besides capn
+// itself: the management cluster's superusers, whom no tenant can join.
+var DefaultFinalizerAdminGroups = []string{user.SystemPrivilegedGroup}
+
+// Policy is what the strategies decide from who is asking, beyond what
+// validation decides from the object alone.
+type Policy struct {
+	// Authorizer answers whether the requester may read the Secrets a
+	// NestedCluster references; capn-apiserver passes its delegated
+	// authorizer, so the answer is the management cluster's RBAC.
+	Authorizer authorizer.Authorizer
+	// FinalizerAdminGroups may remove capn.ProvisionerFinalizer: the
+	// provider's break-glass path for a cluster capn cannot clean up.
+	FinalizerAdminGroups []string
+}
+
+func (p Policy) complete() (Policy, error) {
+	if p.Authorizer == nil {
+		return p, errors.New("nestedclusters storage needs an authorizer for Secret references")
+	}
+	return p, nil
+}
+
+// finalizerErrors refuses an update that drops capn's finalizer unless capn
+// itself (its loopback identity) or a provider admin sends it. Otherwise a
+// tenant could patch it away and delete the object before capn re-adds it,
+// orphaning a running control plane.
+func (p Policy) finalizerErrors(ctx context.Context, newNC, oldNC *capn.NestedCluster) field.ErrorList {
+	if !slices.Contains(oldNC.Finalizers, capn.ProvisionerFinalizer) || slices.Contains(newNC.Finalizers, capn.ProvisionerFinalizer) {
+		return nil
+	}
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		if u.GetName() == user.APIServerUser {
+			return nil
+		}
+		for _, g := range u.GetGroups() {
+			if slices.Contains(p.FinalizerAdminGroups, g) {
+				return nil
+			}
+		}
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+		fmt.Sprintf("%s is removed by capn once the control plane is deleted; only capn and the provider's break-glass groups may remove it", capn.ProvisionerFinalizer))}
+}
+
+// secretErrors proves the requester may get every Secret the cluster
+// references and did not before (old is nil on create). Without it a
+// tenant could name a Secret it cannot read and have capn mount it into a
+// pod whose image and command the tenant chooses.
+func (p Policy) secretErrors(ctx context.Context, newNC, oldNC *capn.NestedCluster) field.ErrorList {
+	ext := newNC.Spec.Etcd.External
+	if ext == nil {
+		return nil
+	}
+	var before map[string]bool
+	if oldNC != nil && oldNC.Spec.Etcd.External != nil {
+		o := oldNC.Spec.Etcd.External
+		before = map[string]bool{o.CASecretRef.Name: true, o.ClientSecretRef.Name: true}
+	}
+	refs := field.NewPath("spec", "etcd", "external")
+	var errs field.ErrorList
+	for _, ref := range []struct {
+		path *field.Path
+		name string
+	}{
+		{refs.Child("caSecretRef", "name"), ext.CASecretRef.Name},
+		{refs.Child("clientSecretRef", "name"), ext.ClientSecretRef.Name},
+	} {
+		if ref.name == "" || before[ref.name] {
+			continue
+		}
+		if msg := p.canGetSecret(ctx, newNC.Namespace, ref.name); msg != "" {
+			errs = append(errs, field.Forbidden(ref.path, msg))
+		}
+	}
+	return errs
+}
+
+// canGetSecret returns "" when the requester may get the Secret, else why not.
+func (p Policy) canGetSecret(ctx context.Context, namespace, name string) string {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return fmt.Sprintf("no user to check permission \"get\" on secrets %q in namespace %q", name, namespace)
+	}
+	decision, _, err := p.Authorizer.Authorize(ctx, authorizer.AttributesRecord{
+		User: u, Verb: "get", Namespace: namespace, APIGroup: "", Resource: "secrets", Name: name, ResourceRequest: true,
+	})
+	switch {
+	case err != nil && decision != authorizer.DecisionAllow:
+		return fmt.Sprintf("could not check permission \"get\" on secrets %q in namespace %q: %v", name, namespace, err)
+	case decision != authorizer.DecisionAllow:
+		return fmt.Sprintf("user %q lacks permission \"get\" on secrets %q in namespace %q: referencing a Secret requires reading it", u.GetName(), name, namespace)
+	}
+	return ""
+}

@@ -1,0 +1,121 @@
+package nestedcluster_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"capn.dev/capn/pkg/apis/capn"
+)
+
+var (
+	capnItself = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+	provider   = &user.DefaultInfo{Name: "platform-admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+)
+
+// updateAs sends an update of the main resource (or /status) as u.
+func (e *env) updateAs(u user.Info, nc *capn.NestedCluster, status bool) error {
+	store := rest.Updater(e.s.NestedCluster)
+	if status {
+		store = e.s.Status
+	}
+	_, _, err := store.Update(asUser(e.ctx, u), nc.Name, rest.DefaultUpdatedObjectInfo(nc),
+		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	return err
+}
+
+func withoutFinalizer(nc *capn.NestedCluster) *capn.NestedCluster {
+	out := nc.DeepCopy()
+	out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return f == capn.ProvisionerFinalizer })
+	return out
+}
+
+// A tenant must not drop capn's finalizer (and then delete the object
+// before capn re-adds it, orphaning a running control plane); capn and the
+// provider's break-glass groups may.
+func TestFinalizerRemovalIsCapnsOrTheProviders(t *testing.T) {
+	e := newEnv(t)
+	nc := e.create("guarded", "")
+	nc.Finalizers = []string{capn.ProvisionerFinalizer, "example.com/other"}
+	require.NoError(t, e.updateAs(capnItself, nc, false))
+	nc = e.get("guarded")
+
+	for _, status := range []bool{false, true} {
+		err := e.updateAs(tenant, withoutFinalizer(nc), status)
+		require.Error(t, err, "status=%v", status)
+		assert.True(t, apierrors.IsInvalid(err), "want 422 Invalid, got %v", err)
+		assert.Equal(t, []string{"metadata.finalizers"}, causeFields(err))
+		assert.Contains(t, err.Error(), "only capn and the provider's break-glass groups may remove it")
+	}
+	require.Contains(t, e.get("guarded").Finalizers, capn.ProvisionerFinalizer, "nothing partial is written")
+
+	// Other finalizers stay the tenant's to manage.
+	other := e.get("guarded")
+	other.Finalizers = []string{capn.ProvisionerFinalizer}
+	require.NoError(t, e.updateAs(tenant, other, false))
+
+	require.NoError(t, e.updateAs(provider, withoutFinalizer(e.get("guarded")), false))
+	assert.NotContains(t, e.get("guarded").Finalizers, capn.ProvisionerFinalizer)
+
+	e.create("capn-removes", "", func(nc *capn.NestedCluster) { nc.Finalizers = []string{capn.ProvisionerFinalizer} })
+	require.NoError(t, e.updateAs(capnItself, withoutFinalizer(e.get("capn-removes")), false))
+}
+
+func externalEtcd(ca, client string) func(*capn.NestedCluster) {
+	return func(nc *capn.NestedCluster) {
+		nc.Spec.Etcd = capn.EtcdSpec{External: &capn.ExternalEtcd{
+			Endpoints:       []string{"https://etcd.example:2379"},
+			Prefix:          "/tenant",
+			CASecretRef:     capn.SecretReference{Name: ca},
+			ClientSecretRef: capn.SecretReference{Name: client},
+		}}
+	}
+}
+
+// Naming a Secret the requester cannot read would mount it into a pod whose
+// image the tenant picks: the reference needs "get" on the Secret.
+func TestSecretReferencesNeedGetPermission(t *testing.T) {
+	e := newEnv(t)
+	nc := newCluster(t, e.ns, "exfiltrate", "")
+	externalEtcd("etcd-ca", unreadableSecret)(nc)
+	_, err := e.s.NestedCluster.Create(e.ctx, nc, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	require.Error(t, err)
+	assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+	assert.Equal(t, []string{"spec.etcd.external.clientSecretRef.name"}, causeFields(err))
+	assert.Contains(t, err.Error(), `user "tenant-user" lacks permission "get" on secrets "not-yours" in namespace "`+e.ns+`"`)
+	_, err = e.s.NestedCluster.Get(e.ctx, "exfiltrate", &metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "nothing partial is written: %v", err)
+
+	ok := e.create("readable", "", externalEtcd("etcd-ca", "etcd-client"))
+
+	changed := ok.DeepCopy()
+	changed.Spec.Etcd.External.CASecretRef.Name = unreadableSecret
+	err = e.updateAs(tenant, changed, false)
+	require.Error(t, err)
+	assert.Equal(t, []string{"spec.etcd.external.caSecretRef.name"}, causeFields(err))
+}
+
+// The check runs only for references that are set or changed: an object
+// whose Secret the requester can no longer read still takes other edits,
+// e.g. from a teammate with less access, or capn removing its finalizer.
+func TestSecretReferencesUnchangedAreNotRechecked(t *testing.T) {
+	e := newEnv(t)
+	nc := newCluster(t, e.ns, "stored", "")
+	externalEtcd("etcd-ca", unreadableSecret)(nc)
+	nc.Finalizers = []string{capn.ProvisionerFinalizer}
+	_, err := e.s.NestedCluster.Create(asUser(e.ctx, provider), nc, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	require.NoError(t, err, "the provider may reference a Secret only it can read")
+	stored := e.get("stored")
+	require.Equal(t, unreadableSecret, stored.Spec.Etcd.External.ClientSecretRef.Name)
+
+	edit := stored.DeepCopy()
+	edit.Labels = map[string]string{"team": "a"}
+	require.NoError(t, e.updateAs(tenant, edit, false))
+	require.NoError(t, e.updateAs(capnItself, withoutFinalizer(e.get("stored")), false))
+}
