@@ -16,7 +16,6 @@ import (
 	"capn.dev/capn/pkg/provisioner"
 )
 
-
 // namespaceGoneRequeue is a safety net while a namespace terminates: its
 // removal normally arrives through WatchManagement.
 const namespaceGoneRequeue = 15 * time.Second
