@@ -106,6 +106,9 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config) genericapiserver.Post
 			UpgradeStepTimeout:   o.UpgradeStepTimeout,
 			Workers:              2,
 		}
+		if o.OrphanSweep {
+			cfg.Sweep = &o.Sweep
+		}
 		// The hook must return for the server to become ready; the
 		// controller runs until the server stops.
 		go func() {

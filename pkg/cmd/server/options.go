@@ -63,6 +63,9 @@ type Options struct {
 	UpgradeStepTimeout time.Duration
 	// FinalizerAdminGroups may remove capn's finalizer (break-glass).
 	FinalizerAdminGroups []string
+	// OrphanSweep deletes management namespaces whose owner is gone.
+	OrphanSweep bool
+	Sweep       controller.SweepConfig
 
 	Out, ErrOut io.Writer
 }
@@ -80,6 +83,9 @@ func NewOptions(out, errOut io.Writer) *Options {
 		CertRenewalThreshold:    pki.DefaultRenewalThreshold,
 		UpgradeStepTimeout:      controller.DefaultUpgradeStepTimeout,
 		FinalizerAdminGroups:    nestedcluster.DefaultFinalizerAdminGroups,
+		OrphanSweep:             true,
+		Sweep: controller.SweepConfig{GracePeriod: controller.DefaultOrphanGracePeriod,
+			Period: controller.DefaultOrphanSweepPeriod, MaxDeletions: controller.DefaultOrphanMaxDeletions},
 		Out:                     out,
 		ErrOut:                  errOut,
 	}
@@ -118,6 +124,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --provisioner=pods, halt a version upgrade (condition Degraded) when a component's new pods are not all ready this long after it started rolling.")
 	fs.StringSliceVar(&o.FinalizerAdminGroups, "finalizer-admin-groups", o.FinalizerAdminGroups,
 		"Groups that may remove the capn.dev/provisioner finalizer from a NestedCluster besides capn itself: the provider's break-glass path for a control plane capn cannot delete. Tenants must never be in them; the finalizer then leaves the management namespace to the orphan sweep.")
+	fs.BoolVar(&o.OrphanSweep, "orphan-sweep", o.OrphanSweep,
+		"With --provisioner=pods, delete management namespaces whose owning NestedCluster (by UID) has been gone for --orphan-grace-period. Never sweeps while capn's store holds no NestedClusters, and holds when half the namespaces look orphaned at once.")
+	fs.DurationVar(&o.Sweep.GracePeriod, "orphan-grace-period", o.Sweep.GracePeriod,
+		"How long a management namespace's owner must be absent before the orphan sweep deletes it.")
+	fs.DurationVar(&o.Sweep.Period, "orphan-sweep-period", o.Sweep.Period,
+		"How often the orphan sweep runs.")
+	fs.IntVar(&o.Sweep.MaxDeletions, "orphan-sweep-max-deletions", o.Sweep.MaxDeletions,
+		"At most this many orphaned namespaces are deleted per --orphan-sweep-period.")
 }
 
 // UseEmbeddedEtcd reports whether the server must start its own etcd.
@@ -178,6 +192,9 @@ func (o *Options) Validate() error {
 		}
 		if o.LeaderElect && o.LeaderElectNamespace == "" {
 			errs = append(errs, fmt.Errorf("--leader-elect-namespace must be set with --leader-elect"))
+		}
+		if o.OrphanSweep && (o.Sweep.GracePeriod <= 0 || o.Sweep.Period <= 0 || o.Sweep.MaxDeletions <= 0) {
+			errs = append(errs, fmt.Errorf("--orphan-grace-period, --orphan-sweep-period and --orphan-sweep-max-deletions must be positive with --orphan-sweep"))
 		}
 		if m := o.MaxKubeconfigExpiration; m < validation.MinKubeconfigExpiration || m > pki.MaxTenantKubeconfigTTL {
 			errs = append(errs, fmt.Errorf("--max-tenant-kubeconfig-expiration must be between %s and %s, not %s",

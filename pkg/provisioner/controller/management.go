@@ -141,8 +141,14 @@ func call[T builders.Object](ctx context.Context, c typedClient[T], o op, obj T)
 	case opUpdate:
 		out, err = c.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
 	case opDelete:
-		// Background: the namespace's contents go with it server-side.
-		return nil, c.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		// Background: the namespace's contents go with it server-side. A
+		// proto with a UID deletes only that object, not a namesake made
+		// since it was read.
+		opts := metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}
+		if uid := obj.GetUID(); uid != "" {
+			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		}
+		return nil, c.Delete(ctx, obj.GetName(), opts)
 	case opApply:
 		// The typed object serialises as a full apply configuration: the
 		// builders set TypeMeta and only the fields capn owns.

@@ -24,12 +24,27 @@ var (
 		Help:           "Writes the provisioner made to the management cluster, by verb (apply, create, update, delete).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"verb"})
+	orphansAwaiting = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "capn", Subsystem: "orphan_sweep", Name: "awaiting_namespaces",
+		Help:           "Management namespaces whose owning NestedCluster is absent, waiting out the grace period.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	orphansDeleted = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "capn", Subsystem: "orphan_sweep", Name: "deleted_namespaces_total",
+		Help:           "Orphaned management namespaces the sweep deleted.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	sweepHeld = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "capn", Subsystem: "orphan_sweep", Name: "held_total",
+		Help:           "Sweeps that deleted nothing because too many namespaces looked orphaned at once (a damaged store?).",
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(syncs, managementWrites)
+		legacyregistry.MustRegister(syncs, managementWrites, orphansAwaiting, orphansDeleted, sweepHeld)
 	})
 }
 

@@ -42,6 +42,8 @@ type RunConfig struct {
 	RenewalThreshold     time.Duration
 	UpgradeStepTimeout   time.Duration
 	Workers              int
+	// Sweep configures the orphan sweep; nil turns it off.
+	Sweep *SweepConfig
 }
 
 // Start runs the controller until ctx ends, under leader election when
@@ -97,6 +99,9 @@ func Start(ctx context.Context, cfg RunConfig) error {
 		}
 		factory.Start(ctx.Done())
 		owned.Start(ctx.Done())
+		if cfg.Sweep != nil {
+			go c.RunOrphanSweep(ctx, *cfg.Sweep)
+		}
 		c.Run(ctx, max(cfg.Workers, 1))
 	}
 	if !cfg.LeaderElect {
