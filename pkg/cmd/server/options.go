@@ -86,8 +86,8 @@ func NewOptions(out, errOut io.Writer) *Options {
 		OrphanSweep:             true,
 		Sweep: controller.SweepConfig{GracePeriod: controller.DefaultOrphanGracePeriod,
 			Period: controller.DefaultOrphanSweepPeriod, MaxDeletions: controller.DefaultOrphanMaxDeletions},
-		Out:                     out,
-		ErrOut:                  errOut,
+		Out:    out,
+		ErrOut: errOut,
 	}
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
