@@ -109,18 +109,25 @@ type Object interface {
 	runtime.Object
 }
 
-// All returns every object of nc's control plane: the namespace, etcd (when
-// managed), kube-apiserver, kube-controller-manager and kube-scheduler.
+// All returns every object of nc's control plane: the namespace, its
+// policy (LimitRange, ResourceQuota, NetworkPolicies), etcd (when managed),
+// kube-apiserver, kube-controller-manager and kube-scheduler. The policy
+// comes right after the namespace so that, applied in order, it is in
+// force before any pod is created: the LimitRange before the quota, which
+// refuses pods without limits that only the LimitRange fills in. The quota
+// is derived from the workloads, so it is built last.
 func All(nc *capn.NestedCluster, p Params) ([]Object, error) {
-	out := []Object{Namespace(nc, p)}
+	var workloads []Object
 	for _, build := range []func(*capn.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler} {
 		objs, err := build(nc, p)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, objs...)
+		workloads = append(workloads, objs...)
 	}
-	return out, nil
+	out := []Object{Namespace(nc, p), LimitRange(nc, p), ResourceQuota(nc, p, workloads)}
+	out = append(out, NetworkPolicies(nc, p)...)
+	return append(out, workloads...), nil
 }
 
 // Namespace is the management namespace. Pod Security enforces "baseline",

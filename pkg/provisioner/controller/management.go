@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -114,6 +115,12 @@ func (m kubeManagement) do(ctx context.Context, o op, obj builders.Object) (buil
 		return call(ctx, m.c.AppsV1().StatefulSets(ns), o, t)
 	case *policyv1.PodDisruptionBudget:
 		return call(ctx, m.c.PolicyV1().PodDisruptionBudgets(ns), o, t)
+	case *networkingv1.NetworkPolicy:
+		return call(ctx, m.c.NetworkingV1().NetworkPolicies(ns), o, t)
+	case *corev1.LimitRange:
+		return call(ctx, m.c.CoreV1().LimitRanges(ns), o, t)
+	case *corev1.ResourceQuota:
+		return call(ctx, m.c.CoreV1().ResourceQuotas(ns), o, t)
 	default:
 		return nil, fmt.Errorf("management: unsupported object type %T", obj)
 	}

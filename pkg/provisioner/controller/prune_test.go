@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/builders"
 )
 
 func TestScaleToOnePrunesPDB(t *testing.T) {
@@ -29,6 +31,13 @@ func TestScaleToOnePrunesPDB(t *testing.T) {
 	}
 	if ev := strings.Join(f.events(), "\n"); !strings.Contains(ev, "Pruned") {
 		t.Errorf("no Pruned event in:\n%s", ev)
+	}
+	// The quota still fits the two replicas the live Deployment had; it
+	// shrinks on the next sync, and after that nothing is written.
+	f.mgmt.reset()
+	f.sync()
+	if want := []string{"apply ResourceQuota/" + builders.ResourceQuotaName}; !slices.Equal(f.mgmt.writes, want) {
+		t.Errorf("the resync after pruning wrote %v, want %v", f.mgmt.writes, want)
 	}
 	f.mgmt.reset()
 	f.sync()

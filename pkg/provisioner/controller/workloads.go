@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
@@ -70,6 +72,9 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
 	}
+	if err := c.quotaForRollout(ctx, in, p, objs); err != nil {
+		return err
+	}
 	var applied []string
 	for _, o := range objs {
 		switch o.(type) {
@@ -86,6 +91,35 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 	}
 	c.reportApplied(ctx, nc, applied)
 	return c.prune(ctx, nc, p.Namespace, objs)
+}
+
+// quotaForRollout re-renders the ResourceQuota in objs from the rendered
+// workloads and the live ones: while a change that lowers a component's
+// resources rolls out, its old pods still count at the old size, and a
+// quota of the new size alone would refuse the new pods and stall it.
+func (c *Controller) quotaForRollout(ctx context.Context, in *capn.NestedCluster, p builders.Params, objs []builders.Object) error {
+	quota := -1
+	basis := slices.Clone(objs)
+	for i, o := range objs {
+		switch o.(type) {
+		case *corev1.ResourceQuota:
+			quota = i
+		case *appsv1.Deployment, *appsv1.StatefulSet:
+			live, err := c.mgmt.Get(ctx, o)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return fmt.Errorf("%s %s: getting: %w", kindOf(o), o.GetName(), err)
+			default:
+				live.GetObjectKind().SetGroupVersionKind(o.GetObjectKind().GroupVersionKind())
+				basis = append(basis, live)
+			}
+		}
+	}
+	if quota >= 0 {
+		objs[quota] = builders.ResourceQuota(in, p, basis)
+	}
+	return nil
 }
 
 func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {

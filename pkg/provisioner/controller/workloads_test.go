@@ -49,8 +49,9 @@ func TestWorkloadsReapplyOnlyChanged(t *testing.T) {
 	f.mgmt.reset()
 	f.setCluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.Scheduler.Replicas = ptr.To[int32](2); nc.Generation++ })
 	f.sync()
-	// Two replicas: the Deployment changes and a PDB appears; nothing else.
-	want := []string{"apply Deployment/" + provisioner.SchedulerName, "apply PodDisruptionBudget/" + provisioner.SchedulerName}
+	// Two replicas: the quota grows first, so the new pod fits; the
+	// Deployment changes and a PDB appears; nothing else.
+	want := []string{"apply ResourceQuota/" + builders.ResourceQuotaName, "apply Deployment/" + provisioner.SchedulerName, "apply PodDisruptionBudget/" + provisioner.SchedulerName}
 	if !slices.Equal(f.mgmt.writes, want) {
 		t.Errorf("writes %v, want %v", f.mgmt.writes, want)
 	}

@@ -211,6 +211,26 @@ var (
 	maxEmptyDir = resource.MustParse("10Gi")
 )
 
+// defaultLimits are what the management namespace's LimitRange gives a
+// container that sets no limit: well above an idle component's use, so
+// only a runaway one is throttled or, for memory, killed.
+var defaultLimits = map[corev1.ResourceName]resource.Quantity{
+	corev1.ResourceCPU:    resource.MustParse("4"),
+	corev1.ResourceMemory: resource.MustParse("4Gi"),
+}
+
+// DefaultLimits returns a copy of defaultLimits, for the LimitRange.
+func DefaultLimits() corev1.ResourceList {
+	return corev1.ResourceList(defaultLimits).DeepCopy()
+}
+
+// MaxResources returns a copy of the bounds validateResources enforces on
+// every container's requests and limits (cpu, memory, ephemeral-storage),
+// for the management namespace's LimitRange to enforce the same ones.
+func MaxResources() corev1.ResourceList {
+	return corev1.ResourceList(maxResources).DeepCopy()
+}
+
 func resourceNames(l []corev1.ResourceName) []string {
 	out := make([]string, len(l))
 	for i, n := range l {
@@ -249,9 +269,18 @@ func validateResources(r *corev1.ResourceRequirements, fldPath *field.Path) fiel
 	}
 	for _, name := range sortedResourceNames(r.Requests) {
 		req := r.Requests[name]
-		if limit, ok := r.Limits[name]; ok && req.Cmp(limit) > 0 {
+		limit, ok := r.Limits[name]
+		switch {
+		case ok && req.Cmp(limit) > 0:
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+		case !ok:
+			// The LimitRange would give the container the default limit,
+			// below its request, and the pod would be refused at creation.
+			if def, has := defaultLimits[name]; has && req.Cmp(def) > 0 {
+				allErrs = append(allErrs, field.Invalid(fldPath.Child("requests").Key(string(name)), req.String(),
+					fmt.Sprintf("above the default %s limit of %s: set limits.%s too", name, def.String(), name)))
+			}
 		}
 	}
 	return allErrs

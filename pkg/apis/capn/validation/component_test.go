@@ -260,6 +260,9 @@ func TestValidatePodTemplateEscapes(t *testing.T) {
 		{"cpu 100k", func(nc *capn.NestedCluster) {
 			nc.Spec.APIServer.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100k")}}
 		}, wantErr{api + ".resources.requests[cpu]", field.ErrorTypeInvalid, "at most 16"}},
+		{"request above the default limit, no limit", func(nc *capn.NestedCluster) {
+			nc.Spec.APIServer.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")}}
+		}, wantErr{api + ".resources.requests[memory]", field.ErrorTypeInvalid, "above the default memory limit of 4Gi: set limits.memory too"}},
 		{"memory 1Pi in a template", func(nc *capn.NestedCluster) {
 			tmpl(nc).Spec.Containers = []corev1.Container{{Name: "side", Resources: corev1.ResourceRequirements{
 				Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Pi")}}}}
