@@ -109,6 +109,8 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config) genericapiserver.Post
 		if o.OrphanSweep {
 			cfg.Sweep = &o.Sweep
 		}
+		// Validate refused a bad placement already.
+		cfg.Placement, _ = o.Placement.Placement()
 		// The hook must return for the server to become ready; the
 		// controller runs until the server stops.
 		go func() {

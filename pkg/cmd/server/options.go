@@ -63,6 +63,8 @@ type Options struct {
 	UpgradeStepTimeout time.Duration
 	// FinalizerAdminGroups may remove capn's finalizer (break-glass).
 	FinalizerAdminGroups []string
+	// Placement schedules every control-plane pod.
+	Placement PlacementOptions
 	// OrphanSweep deletes management namespaces whose owner is gone.
 	OrphanSweep bool
 	Sweep       controller.SweepConfig
@@ -89,6 +91,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		Out:    out,
 		ErrOut: errOut,
 	}
+	enableResourceQuota(o.Recommended)
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
 	// The embedded etcd is the default: an empty server list means "start it".
@@ -124,6 +127,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --provisioner=pods, halt a version upgrade (condition Degraded) when a component's new pods are not all ready this long after it started rolling.")
 	fs.StringSliceVar(&o.FinalizerAdminGroups, "finalizer-admin-groups", o.FinalizerAdminGroups,
 		"Groups that may remove the capn.dev/provisioner finalizer from a NestedCluster besides capn itself: the provider's break-glass path for a control plane capn cannot delete. Tenants must never be in them; the finalizer then leaves the management namespace to the orphan sweep.")
+	fs.StringToStringVar(&o.Placement.NodeSelector, "control-plane-node-selector", o.Placement.NodeSelector,
+		"With --provisioner=pods, the nodeSelector of every control-plane pod (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), e.g. node-role.example.com/control-planes=. Tenants cannot set placement. Changing it rolls every tenant's pods.")
+	fs.StringSliceVar(&o.Placement.Tolerations, "control-plane-tolerations", o.Placement.Tolerations,
+		"With --provisioner=pods, tolerations of every control-plane pod, each key[=value][:NoSchedule|PreferNoSchedule|NoExecute] (no value: Exists; no effect: all effects).")
+	fs.StringVar(&o.Placement.PriorityClassName, "control-plane-priority-class", o.Placement.PriorityClassName,
+		"With --provisioner=pods, the PriorityClass of every control-plane pod.")
 	fs.BoolVar(&o.OrphanSweep, "orphan-sweep", o.OrphanSweep,
 		"With --provisioner=pods, delete management namespaces whose owning NestedCluster (by UID) has been gone for --orphan-grace-period. Never sweeps while capn's store holds no NestedClusters, and holds when half the namespaces look orphaned at once.")
 	fs.DurationVar(&o.Sweep.GracePeriod, "orphan-grace-period", o.Sweep.GracePeriod,
@@ -192,6 +201,9 @@ func (o *Options) Validate() error {
 		}
 		if o.LeaderElect && o.LeaderElectNamespace == "" {
 			errs = append(errs, fmt.Errorf("--leader-elect-namespace must be set with --leader-elect"))
+		}
+		if _, err := o.Placement.Placement(); err != nil {
+			errs = append(errs, err)
 		}
 		if o.OrphanSweep && (o.Sweep.GracePeriod <= 0 || o.Sweep.Period <= 0 || o.Sweep.MaxDeletions <= 0) {
 			errs = append(errs, fmt.Errorf("--orphan-grace-period, --orphan-sweep-period and --orphan-sweep-max-deletions must be positive with --orphan-sweep"))

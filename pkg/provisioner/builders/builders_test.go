@@ -190,8 +190,13 @@ func TestPodTemplateMergeKeepsGeneratedContainer(t *testing.T) {
 			t.Errorf("env %v lacks %s", envNames, want)
 		}
 	}
-	if got.Spec.Containers[1].Name != "sidecar" || len(got.Spec.Tolerations) != 1 || len(got.Spec.Volumes) != len(plain.Spec.Volumes)+1 {
+	if got.Spec.Containers[1].Name != "sidecar" || len(got.Spec.Volumes) != len(plain.Spec.Volumes)+1 {
 		t.Errorf("user additions missing: %+v", got.Spec)
+	}
+	// Validation refuses template placement; were one to get through, the
+	// provider's Placement (here none) still replaces it.
+	if len(got.Spec.Tolerations) != 0 {
+		t.Errorf("tolerations %v: placement is the provider's", got.Spec.Tolerations)
 	}
 	if got.Labels["extra"] != "yes" || got.Labels[provisioner.ComponentLabel] != "kube-apiserver" {
 		t.Errorf("labels = %v: want the user's added and capn's kept", got.Labels)

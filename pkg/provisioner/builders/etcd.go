@@ -131,6 +131,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	// No certs-hash or version annotation: etcd re-reads its certificates
 	// on every handshake, and a version upgrade must not roll it.
 	tpl := podTemplate(nc, provisioner.ComponentEtcd, nil, spec)
+	place(&tpl.Spec, p.Placement)
 
 	selector := provisioner.SelectorLabels(nc, provisioner.ComponentEtcd)
 	sts := &appsv1.StatefulSet{

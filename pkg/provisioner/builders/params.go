@@ -6,6 +6,8 @@ package builders
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"net/netip"
 	"strconv"
 
@@ -65,6 +67,27 @@ type Params struct {
 	// its legacy name, and everything rendered from it (DNS names in
 	// certificates, etcd's cluster token) stays exactly as it was.
 	Namespace string
+	// Placement is where the provider runs control-plane pods; tenants
+	// cannot set any of it (podTemplate validation refuses placement).
+	Placement Placement
+}
+
+// Placement is the provider's scheduling of every control-plane pod
+// (capn-apiserver's --control-plane-* flags). The zero value leaves pods
+// to the default scheduler anywhere, as before it existed, so an unset
+// Placement changes no rendered pod.
+type Placement struct {
+	NodeSelector      map[string]string
+	Tolerations       []corev1.Toleration
+	PriorityClassName string
+}
+
+// place applies pl to a rendered pod spec. It runs after the tenant's
+// podTemplate is merged, so it always wins.
+func place(spec *corev1.PodSpec, pl Placement) {
+	spec.NodeSelector = maps.Clone(pl.NodeSelector)
+	spec.Tolerations = slices.Clone(pl.Tolerations)
+	spec.PriorityClassName = pl.PriorityClassName
 }
 
 // namespaceOf is the namespace every object of nc is rendered into.

@@ -530,3 +530,26 @@ func TestLimitRangeMakesRoomForMemoryEtcd(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The provider's placement reaches every control-plane pod, etcd included.
+func TestPlacementAppliesToEveryPod(t *testing.T) {
+	pl := Placement{
+		NodeSelector:      map[string]string{"node-role.example.com/control-planes": ""},
+		Tolerations:       []corev1.Toleration{{Key: "dedicated", Value: "capn", Effect: corev1.TaintEffectNoSchedule}},
+		PriorityClassName: "capn-control-plane",
+	}
+	objs, err := All(cluster(), Params{Placement: pl})
+	require.NoError(t, err)
+	pods := 0
+	for _, o := range objs {
+		spec := podSpecFor(o)
+		if spec == nil {
+			continue
+		}
+		pods++
+		assert.Equal(t, pl.NodeSelector, spec.NodeSelector, o.GetName())
+		assert.Equal(t, pl.Tolerations, spec.Tolerations, o.GetName())
+		assert.Equal(t, pl.PriorityClassName, spec.PriorityClassName, o.GetName())
+	}
+	assert.Equal(t, 4, pods, "etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
+}

@@ -28,6 +28,7 @@ func deployment(nc *capn.NestedCluster, p Params, name, component string, replic
 	if singleActive && replicas == 1 {
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
+	place(&tpl.Spec, p.Placement)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: objectMeta(nc, p, name, component),

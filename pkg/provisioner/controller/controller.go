@@ -24,6 +24,7 @@ import (
 	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
+	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -59,6 +60,8 @@ type Options struct {
 	// during an upgrade before it halts as Degraded; 0 means
 	// DefaultUpgradeStepTimeout.
 	UpgradeStepTimeout time.Duration
+	// Placement schedules every control-plane pod (provider-owned).
+	Placement builders.Placement
 }
 
 // Controller reconciles NestedClusters into management-cluster objects.
@@ -84,6 +87,7 @@ type Controller struct {
 	stepTimeout time.Duration
 	// namespaces indexes capn's management namespaces (WatchManagement).
 	namespaces cache.Indexer
+	placement  builders.Placement
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -112,6 +116,7 @@ func New(o Options) (*Controller, error) {
 		c.tenantClient = access.BootstrapClient
 	}
 	c.stepTimeout = o.UpgradeStepTimeout
+	c.placement = o.Placement
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/generated/clientset/versioned"
+	"capn.dev/capn/pkg/provisioner/builders"
 	capnscheme "capn.dev/capn/pkg/generated/clientset/versioned/scheme"
 	"capn.dev/capn/pkg/generated/informers/externalversions"
 )
@@ -44,6 +45,8 @@ type RunConfig struct {
 	Workers              int
 	// Sweep configures the orphan sweep; nil turns it off.
 	Sweep *SweepConfig
+	// Placement schedules every control-plane pod.
+	Placement builders.Placement
 }
 
 // Start runs the controller until ctx ends, under leader election when
@@ -88,6 +91,7 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			RenewalThreshold: cfg.RenewalThreshold,
 			// Options.UpgradeStepTimeout: 0 means the default.
 			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
+			Placement:          cfg.Placement,
 		})
 		if err == nil {
 			err = c.WatchManagement(owned.Core().V1().Namespaces().Informer(), owned.Core().V1().Services().Informer(),

@@ -33,7 +33,7 @@ const SpecHashAnnotation = "capn.dev/spec-hash"
 // depend on the rest of Params, so rendering with only the namespace is
 // exact.
 func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (builders.Params, error) {
-	p := builders.Params{Namespace: ns}
+	p := builders.Params{Namespace: ns, Placement: c.placement}
 	objs, err := builders.All(in, p)
 	if err != nil {
 		return p, fmt.Errorf("rendering: %w", err)

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestPlacementFlags(t *testing.T) {
+	o := parse(t, "--control-plane-node-selector=pool=control-planes",
+		"--control-plane-tolerations=dedicated=capn:NoSchedule,maintenance",
+		"--control-plane-priority-class=capn-tenants")
+	pl, err := o.Placement.Placement()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"pool": "control-planes"}, pl.NodeSelector)
+	assert.Equal(t, []corev1.Toleration{
+		{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "capn", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "maintenance", Operator: corev1.TolerationOpExists},
+	}, pl.Tolerations)
+	assert.Equal(t, "capn-tenants", pl.PriorityClassName)
+
+	for _, bad := range [][]string{
+		{"--control-plane-tolerations=dedicated:Sometimes"},
+		{"--control-plane-tolerations=bad key"},
+		{"--control-plane-node-selector=pool=not a value"},
+		{"--control-plane-priority-class=Not_DNS"},
+	} {
+		o := parse(t, bad...)
+		_, err := o.Placement.Placement()
+		assert.Error(t, err, "%v", bad)
+	}
+}
