@@ -7,8 +7,8 @@ package builders
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"

@@ -19,9 +19,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/generated/clientset/versioned"
-	"capn.dev/capn/pkg/provisioner/builders"
 	capnscheme "capn.dev/capn/pkg/generated/clientset/versioned/scheme"
 	"capn.dev/capn/pkg/generated/informers/externalversions"
+	"capn.dev/capn/pkg/provisioner/builders"
 )
 
 // LeaseName is the Lease that elects one provisioning capn-apiserver.
