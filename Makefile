@@ -10,6 +10,8 @@ BIN       := $(OUT)/bin
 RUN_DIR   ?= $(OUT)/run
 PORT      ?= 8443
 GO_TEST_FLAGS ?=
+# How long `make fuzz` runs each fuzz target.
+FUZZTIME  ?= 10m
 # Pinned kubectl (v1.37.2) built from the Go module proxy; see hack/build-tools.sh.
 KUBECTL    = $(shell hack/build-tools.sh --print-path kubectl)
 
@@ -63,7 +65,7 @@ run-standalone: build ## Run capn-apiserver standalone with embedded etcd (Ctrl-
 	hack/run-standalone.sh $(BIN)/capn-apiserver $(RUN_DIR) $(PORT)
 
 .PHONY: test
-test: test-unit test-e2e ## Unit, integration (real embedded etcd) and e2e (real binary + kubectl) tests.
+test: test-unit test-fuzz-smoke test-e2e ## Unit, integration (real embedded etcd), a 20 s run of each fuzz target, and e2e (real binary + kubectl) tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests and storage tests on a real embedded etcd.
@@ -75,6 +77,21 @@ test-e2e: deps build tools images ## Real capn-apiserver + pinned kubectl: stand
 	KWOK=$$(hack/build-tools.sh --print-path kwok) \
 	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
 		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 45m ./test/e2e/...
+
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target (func Fuzz* under pkg/) for FUZZTIME each (default 10m); crashers land in the package's testdata/fuzz.
+	@failed=; \
+	for f in $$(grep -rl --include='*_test.go' '^func Fuzz' pkg | sort); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== $$t ./$$(dirname $$f) ($(FUZZTIME))"; \
+			go test $(GO_TEST_FLAGS) -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f) || failed="$$failed $$t"; \
+		done; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz targets failed:$$failed"; exit 1; fi
+
+.PHONY: test-fuzz-smoke
+test-fuzz-smoke: ## Every fuzz target for 20s: a quick check that none crashes on its corpus and the first mutations.
+	$(MAKE) fuzz FUZZTIME=20s
 
 .PHONY: bench
 bench: ## Benchmarks (validation, conversion, storage round trips).
