@@ -65,6 +65,7 @@ func validateComponent(c *capn.ComponentSpec, component string, fldPath *field.P
 	allErrs = append(allErrs, validateResources(c.Resources, fldPath.Child("resources"))...)
 	allErrs = append(allErrs, validatePodTemplate(c.PodTemplate, fldPath.Child("podTemplate"))...)
 	allErrs = append(allErrs, validateMainContainerPatch(c.PodTemplate, component, fldPath)...)
+	allErrs = append(allErrs, validatePodTemplateShape(c.PodTemplate, component, fldPath.Child("podTemplate"))...)
 	return allErrs
 }
 
@@ -165,6 +166,8 @@ func validateEnv(env []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
 			allErrs = append(allErrs, field.Required(np, ""))
 		case seen[e.Name]:
 			allErrs = append(allErrs, field.Duplicate(np, e.Name))
+		case isCapnEnv(e.Name):
+			allErrs = append(allErrs, field.Forbidden(np, capnEnvPrefix+"* variables are set by capn; its flags expand them"))
 		default:
 			for _, msg := range utilvalidation.IsEnvVarName(e.Name) {
 				allErrs = append(allErrs, field.Invalid(np, e.Name, msg))

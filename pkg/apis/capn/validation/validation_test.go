@@ -236,7 +236,6 @@ func TestValidateNestedClusterValid(t *testing.T) {
 				Volumes: []corev1.Volume{
 					{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 					{Name: "info", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{DownwardAPI: &corev1.DownwardAPIProjection{}}}}}},
-					{Name: "merged-by-name"},
 				},
 				Containers: []corev1.Container{{
 					Name: "kube-apiserver",
