@@ -8,9 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -23,6 +26,16 @@ import (
 	"capn.dev/capn/pkg/generated/informers/externalversions"
 	"capn.dev/capn/pkg/provisioner/builders"
 )
+
+// eventScheme knows every kind the provisioner records Events on:
+// NestedClusters and, for the orphan sweep, Namespaces. A kind it did not
+// know would have its Events dropped.
+var eventScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(capnscheme.AddToScheme(s))
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	return s
+}()
 
 // LeaseName is the Lease that elects one provisioning capn-apiserver.
 const LeaseName = "capn-provisioner"
@@ -72,7 +85,7 @@ func Start(ctx context.Context, cfg RunConfig) error {
 	defer broadcaster.Shutdown()
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(capnscheme.Scheme, corev1.EventSource{Component: LeaseName})
+	recorder := broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: LeaseName})
 
 	run := func(ctx context.Context) {
 		// A fresh factory per term: a lost lease stops its informers too.

@@ -11,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/reference"
 
 	"capn.dev/capn/pkg/provisioner"
 )
@@ -137,5 +139,14 @@ func TestSweepHoldsWhenTooManyLookOrphaned(t *testing.T) {
 	assert.Empty(t, f.sweepAt(time.Hour))
 	for _, ns := range nss {
 		assert.True(t, f.exists(ns.Name), ns.Name)
+	}
+}
+
+// The real recorder drops an Event whose object's kind its scheme does not
+// know; the sweep's Events are on Namespaces.
+func TestEventSchemeKnowsSweptNamespaces(t *testing.T) {
+	for _, obj := range []runtime.Object{managementNS("a", "uid"), testCluster()} {
+		_, err := reference.GetReference(eventScheme, obj)
+		assert.NoError(t, err, "%T", obj)
 	}
 }
