@@ -48,7 +48,10 @@ func TestProvisionerOnNode(t *testing.T) {
 	node := c.StartNode(t, nodeOpts)
 	admin := framework.Kubectl{Bin: kubectl, Kubeconfig: c.AdminKubeconfig}
 	// The default args: the provisioner is on unless --provisioner=none.
-	capnDep := framework.DeployCapn(t, c, node, admin, repoFile(t, ""))
+	// A short orphan grace period, so the tenant-boundary check sees the
+	// sweep delete what a break-glass finalizer removal left behind.
+	capnDep := framework.DeployCapnWith(t, c, node, admin, repoFile(t, ""), framework.CapnDeployOptions{
+		ExtraArgs: []string{"--orphan-grace-period=20s", "--orphan-sweep-period=5s"}})
 	k := admin
 	k.Namespace = "default"
 
@@ -115,6 +118,10 @@ func TestProvisionerOnNode(t *testing.T) {
 		t.Run("missing image", func(t *testing.T) {
 			t.Parallel()
 			checkMissingComponentImage(t, k, admin)
+		})
+		t.Run("tenant boundary", func(t *testing.T) {
+			t.Parallel()
+			checkTenantBoundary(t, admin, k)
 		})
 	})
 	if t.Failed() {
