@@ -123,7 +123,7 @@ func FuzzPodTemplateMerge(f *testing.F) {
 		require.Equal(t, mustJSON(t, objs), mustJSON(t, again), "rendering is not deterministic")
 
 		for _, o := range objs {
-			if spec := podSpecOf(o); spec != nil {
+			if spec := podSpecFor(o); spec != nil {
 				requireHardened(t, o.GetName(), spec)
 				requireWellFormed(t, o.GetName(), spec)
 			}
@@ -163,16 +163,6 @@ var fuzzDecoder = func() runtime.Decoder {
 	install.Install(s)
 	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDecoder()
 }()
-
-func podSpecOf(o Object) *corev1.PodSpec {
-	switch w := o.(type) {
-	case *appsv1.Deployment:
-		return &w.Spec.Template.Spec
-	case *appsv1.StatefulSet:
-		return &w.Spec.Template.Spec
-	}
-	return nil
-}
 
 func componentTemplate(t testing.TB, objs []Object, component string) *corev1.PodTemplateSpec {
 	t.Helper()

@@ -121,19 +121,17 @@ func validatePodTemplateShape(tpl *corev1.PodTemplateSpec, component string, fld
 }
 
 func volumeSources(v corev1.Volume) int {
-	n := 0
-	for _, set := range []bool{v.EmptyDir != nil, v.DownwardAPI != nil, v.Projected != nil, v.Image != nil} {
-		if set {
-			n++
-		}
-	}
-	return n
+	return countSet(v.EmptyDir != nil, v.DownwardAPI != nil, v.Projected != nil, v.Image != nil)
 }
 
 func probeHandlers(h corev1.ProbeHandler) int {
+	return countSet(h.Exec != nil, h.HTTPGet != nil, h.TCPSocket != nil, h.GRPC != nil)
+}
+
+func countSet(set ...bool) int {
 	n := 0
-	for _, set := range []bool{h.Exec != nil, h.HTTPGet != nil, h.TCPSocket != nil, h.GRPC != nil} {
-		if set {
+	for _, b := range set {
+		if b {
 			n++
 		}
 	}
