@@ -146,6 +146,7 @@ func TestProvisionerOnNode(t *testing.T) {
 
 	rss := tenantRSS(t, c, admin, node, mgmtNamespace(t, admin, "demo"))
 	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
+	drift := revertsHandEdit(t, admin, mgmtNamespace(t, admin, "demo"))
 
 	namespaces := map[string]string{}
 	for _, tc := range cases {
@@ -180,6 +181,7 @@ func TestProvisionerOnNode(t *testing.T) {
 	}
 	t.Logf("numbers: demo idle RSS: %s", rss)
 	t.Logf("numbers: resync of Ready demo: %s", resync)
+	t.Logf("numbers: a hand edit of kcm's args reverted %s after the patch", drift.Round(time.Millisecond))
 	t.Logf("numbers: delete of 3 tenants -> all namespaces gone %s", gone.Round(time.Millisecond))
 }
 
@@ -292,4 +294,24 @@ func dumpProvisioner(t *testing.T, admin framework.Kubectl, cases []tenantCase) 
 	t.Logf("capn logs:\n%s%s", r.Stdout, r.Stderr)
 	r = admin.Run("", "get", "pods", "-n", externalEtcdNS, "-o", "wide")
 	t.Logf("external etcd:\n%s%s", r.Stdout, r.Stderr)
+}
+
+// revertsHandEdit appends a flag to kube-controller-manager's args the way
+// an operator's kubectl patch would (the hash annotation untouched) and
+// waits for capn to put its own args back, through its watch on the
+// Deployment; it returns how long that took.
+func revertsHandEdit(t *testing.T, admin framework.Kubectl, ns string) time.Duration {
+	t.Helper()
+	args := func() string {
+		return admin.MustRun(t, "", "get", "deployment", provisioner.ControllerManagerName, "-n", ns, "-o", "jsonpath={.spec.template.spec.containers[0].args}")
+	}
+	before := args()
+	patched := time.Now()
+	admin.MustRun(t, "", "patch", "deployment", provisioner.ControllerManagerName, "-n", ns, "--type=json",
+		`-p=[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--v=4"}]`)
+	framework.Eventually(t, 2*time.Minute, "capn to revert kcm's args", func() (bool, string) {
+		got := args()
+		return got == before, got
+	})
+	return time.Since(patched)
 }

@@ -130,20 +130,16 @@ func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedClust
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, "Applied", "applied %s", strings.Join(applied, ", "))
 }
 
-// applyIfChanged server-side applies obj unless the live object already
-// carries obj's hash. It returns the live (or applied) object and whether
-// it wrote. obj gains the hash annotation.
+// applyIfChanged server-side applies obj unless what capn owns of the
+// live object already equals it (ownsDesired): a hand edit to a field capn
+// owns is reverted on the next sync, fields others own are left alone, and
+// an unchanged cluster costs no write. It returns the live (or applied)
+// object and whether it wrote. obj gains the hash annotation, which makes
+// any change to the rendered object visible on the live one.
 func (c *Controller) applyIfChanged(ctx context.Context, obj builders.Object) (builders.Object, bool, error) {
 	hash, err := specHash(obj)
 	if err != nil {
 		return nil, false, err
-	}
-	live, err := c.mgmt.Get(ctx, obj)
-	switch {
-	case err == nil && live.GetAnnotations()[SpecHashAnnotation] == hash:
-		return live, false, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return nil, false, fmt.Errorf("getting: %w", err)
 	}
 	a := maps.Clone(obj.GetAnnotations())
 	if a == nil {
@@ -151,6 +147,19 @@ func (c *Controller) applyIfChanged(ctx context.Context, obj builders.Object) (b
 	}
 	a[SpecHashAnnotation] = hash
 	obj.SetAnnotations(a)
+	live, err := c.mgmt.Get(ctx, obj)
+	switch {
+	case err == nil:
+		same, err := ownsDesired(live, obj)
+		if err != nil {
+			return nil, false, err
+		}
+		if same {
+			return live, false, nil
+		}
+	case !apierrors.IsNotFound(err):
+		return nil, false, fmt.Errorf("getting: %w", err)
+	}
 	out, err := c.mgmt.Apply(ctx, obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("applying: %w", err)

@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+
+	"capn.dev/capn/pkg/provisioner/builders"
+)
+
+// ownedFields is what FieldManager's last apply left on live, as an apply
+// configuration: the fields capn owns, with their live values. A field
+// someone else changed since (kubectl edit, a controller) has changed
+// hands and is missing, so comparing this with the desired object finds
+// drift in what capn owns and ignores fields others own.
+func ownedFields(live builders.Object) (any, error) {
+	var (
+		ac  any
+		err error
+	)
+	switch t := live.(type) {
+	case *corev1.Namespace:
+		ac, err = corev1ac.ExtractNamespace(t, FieldManager)
+	case *corev1.Service:
+		ac, err = corev1ac.ExtractService(t, FieldManager)
+	case *corev1.ConfigMap:
+		ac, err = corev1ac.ExtractConfigMap(t, FieldManager)
+	case *corev1.Secret:
+		ac, err = corev1ac.ExtractSecret(t, FieldManager)
+	case *corev1.LimitRange:
+		ac, err = corev1ac.ExtractLimitRange(t, FieldManager)
+	case *corev1.ResourceQuota:
+		ac, err = corev1ac.ExtractResourceQuota(t, FieldManager)
+	case *appsv1.Deployment:
+		ac, err = appsv1ac.ExtractDeployment(t, FieldManager)
+	case *appsv1.StatefulSet:
+		ac, err = appsv1ac.ExtractStatefulSet(t, FieldManager)
+	case *policyv1.PodDisruptionBudget:
+		ac, err = policyv1ac.ExtractPodDisruptionBudget(t, FieldManager)
+	case *networkingv1.NetworkPolicy:
+		ac, err = networkingv1ac.ExtractNetworkPolicy(t, FieldManager)
+	default:
+		return nil, fmt.Errorf("extracting owned fields: unsupported object type %T", live)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("extracting %s's fields from %s %s: %w", FieldManager, kindOf(live), live.GetName(), err)
+	}
+	return ac, nil
+}
+
+// ownsDesired reports whether capn's owned fields of live already are
+// desired: then an apply would change nothing.
+func ownsDesired(live, desired builders.Object) (bool, error) {
+	owned, err := ownedFields(live)
+	if err != nil {
+		return false, err
+	}
+	a, err := normalized(owned)
+	if err != nil {
+		return false, err
+	}
+	b, err := normalized(desired)
+	if err != nil {
+		return false, err
+	}
+	return reflect.DeepEqual(a, b), nil
+}
+
+// normalized is v as JSON data without what an apply does not set:
+// status, nulls, empty objects and lists (a null creationTimestamp), so a
+// rendered object and an extracted one compare by the fields they carry.
+func normalized(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	// The main resource's apply never sets status (the API server resets
+	// it), but a typed object carries its zero status, some of it without
+	// omitempty (StatefulSet's replicas).
+	delete(out, "status")
+	return prune(out), nil
+}
+
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if p := prune(e); p == nil {
+				delete(t, k)
+			} else {
+				t[k] = p
+			}
+		}
+		if len(t) == 0 {
+			return nil
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = prune(e)
+		}
+		if len(t) == 0 {
+			return nil
+		}
+		return t
+	}
+	return v
+}
