@@ -104,7 +104,7 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config) genericapiserver.Post
 			LeaderElectNamespace: o.LeaderElectNamespace,
 			RenewalThreshold:     o.CertRenewalThreshold,
 			UpgradeStepTimeout:   o.UpgradeStepTimeout,
-			Workers:              2,
+			Workers:              o.Workers,
 		}
 		if o.OrphanSweep {
 			cfg.Sweep = &o.Sweep
@@ -131,5 +131,6 @@ func (o *Options) managementConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("management cluster config (--management-kubeconfig): %w", err)
 	}
+	mgmt.QPS, mgmt.Burst = o.ManagementQPS, o.ManagementBurst
 	return mgmt, nil
 }

@@ -65,12 +65,26 @@ type Options struct {
 	FinalizerAdminGroups []string
 	// Placement schedules every control-plane pod.
 	Placement PlacementOptions
+	// ManagementQPS and ManagementBurst bound capn's client of the
+	// management cluster; Workers is the provisioner's sync concurrency.
+	ManagementQPS   float32
+	ManagementBurst int
+	Workers         int
 	// OrphanSweep deletes management namespaces whose owner is gone.
 	OrphanSweep bool
 	Sweep       controller.SweepConfig
 
 	Out, ErrOut io.Writer
 }
+
+// Provisioner client and concurrency defaults: a full resync of a few
+// hundred tenants (a handful of reads each) fits well inside the informer
+// resync period, without crowding the management apiserver's fair share.
+const (
+	DefaultManagementQPS      = 50
+	DefaultManagementBurst    = 100
+	DefaultProvisionerWorkers = 4
+)
 
 // NewOptions returns defaults for the aggregated (production) mode.
 func NewOptions(out, errOut io.Writer) *Options {
@@ -86,6 +100,9 @@ func NewOptions(out, errOut io.Writer) *Options {
 		UpgradeStepTimeout:      controller.DefaultUpgradeStepTimeout,
 		FinalizerAdminGroups:    nestedcluster.DefaultFinalizerAdminGroups,
 		OrphanSweep:             true,
+		ManagementQPS:           DefaultManagementQPS,
+		ManagementBurst:         DefaultManagementBurst,
+		Workers:                 DefaultProvisionerWorkers,
 		Sweep: controller.SweepConfig{GracePeriod: controller.DefaultOrphanGracePeriod,
 			Period: controller.DefaultOrphanSweepPeriod, MaxDeletions: controller.DefaultOrphanMaxDeletions},
 		Out:    out,
@@ -133,6 +150,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --provisioner=pods, tolerations of every control-plane pod, each key[=value][:NoSchedule|PreferNoSchedule|NoExecute] (no value: Exists; no effect: all effects).")
 	fs.StringVar(&o.Placement.PriorityClassName, "control-plane-priority-class", o.Placement.PriorityClassName,
 		"With --provisioner=pods, the PriorityClass of every control-plane pod.")
+	fs.Float32Var(&o.ManagementQPS, "management-qps", o.ManagementQPS,
+		"With --provisioner=pods, queries per second capn's client may send the management cluster (client-go's own default, 5, is too few for a resync of many tenants).")
+	fs.IntVar(&o.ManagementBurst, "management-burst", o.ManagementBurst,
+		"With --provisioner=pods, the burst above --management-qps.")
+	fs.IntVar(&o.Workers, "provisioner-workers", o.Workers,
+		"With --provisioner=pods, how many NestedClusters are synced at once.")
 	fs.BoolVar(&o.OrphanSweep, "orphan-sweep", o.OrphanSweep,
 		"With --provisioner=pods, delete management namespaces whose owning NestedCluster (by UID) has been gone for --orphan-grace-period. Never sweeps while capn's store holds no NestedClusters, and holds when half the namespaces look orphaned at once.")
 	fs.DurationVar(&o.Sweep.GracePeriod, "orphan-grace-period", o.Sweep.GracePeriod,
@@ -201,6 +224,9 @@ func (o *Options) Validate() error {
 		}
 		if o.LeaderElect && o.LeaderElectNamespace == "" {
 			errs = append(errs, fmt.Errorf("--leader-elect-namespace must be set with --leader-elect"))
+		}
+		if o.ManagementQPS <= 0 || o.ManagementBurst <= 0 || o.Workers <= 0 {
+			errs = append(errs, fmt.Errorf("--management-qps, --management-burst and --provisioner-workers must be positive"))
 		}
 		if _, err := o.Placement.Placement(); err != nil {
 			errs = append(errs, err)

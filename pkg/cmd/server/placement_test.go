@@ -32,3 +32,15 @@ func TestPlacementFlags(t *testing.T) {
 		assert.Error(t, err, "%v", bad)
 	}
 }
+
+func TestProvisionerClientFlags(t *testing.T) {
+	o := parse(t)
+	assert.Equal(t, float32(DefaultManagementQPS), o.ManagementQPS)
+	assert.Equal(t, DefaultProvisionerWorkers, o.Workers)
+	o = parse(t, "--management-qps=200", "--management-burst=400", "--provisioner-workers=8")
+	assert.Equal(t, float32(200), o.ManagementQPS)
+	assert.Equal(t, 400, o.ManagementBurst)
+	assert.Equal(t, 8, o.Workers)
+	o = parse(t, "--provisioner-workers=0")
+	assert.ErrorContains(t, o.Validate(), "--provisioner-workers must be positive")
+}
