@@ -219,6 +219,11 @@ func (o *Options) Validate() error {
 		if o.CertRenewalThreshold < 0 {
 			errs = append(errs, fmt.Errorf("--cert-renewal-threshold must not be negative"))
 		}
+		// A threshold at or past the leaves' lifetime would renew every
+		// certificate on every sync, rolling every tenant each time.
+		if o.CertRenewalThreshold >= pki.DefaultLeafValidity {
+			errs = append(errs, fmt.Errorf("--cert-renewal-threshold must be shorter than the certificates' lifetime (%s), not %s", pki.DefaultLeafValidity, o.CertRenewalThreshold))
+		}
 		if o.UpgradeStepTimeout <= 0 {
 			errs = append(errs, fmt.Errorf("--upgrade-step-timeout must be positive"))
 		}

@@ -44,3 +44,13 @@ func TestProvisionerClientFlags(t *testing.T) {
 	o = parse(t, "--provisioner-workers=0")
 	assert.ErrorContains(t, o.Validate(), "--provisioner-workers must be positive")
 }
+
+func TestRenewalThresholdBelowLeafLifetime(t *testing.T) {
+	o := parse(t, "--cert-renewal-threshold=8760h")
+	assert.ErrorContains(t, o.Validate(), "--cert-renewal-threshold must be shorter than the certificates' lifetime")
+	o = parse(t, "--cert-renewal-threshold=8759h")
+	err := o.Validate()
+	if err != nil {
+		assert.NotContains(t, err.Error(), "--cert-renewal-threshold")
+	}
+}
