@@ -7,6 +7,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -217,20 +219,20 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	ns, err := c.ensureNamespace(ctx, nc, in)
 	if err != nil {
-		return 0, c.fail(nc, "NamespaceFailed", err)
+		return 0, c.fail(ctx, nc, "NamespaceFailed", err)
 	}
 	params, err := c.ensureServices(ctx, nc, in, ns)
 	if err != nil {
-		return 0, c.fail(nc, "ServicesFailed", err)
+		return 0, c.fail(ctx, nc, "ServicesFailed", err)
 	}
 	certs, err := c.ensurePKI(ctx, nc, in, params)
 	if err != nil {
-		return 0, c.fail(nc, "PKIFailed", err)
+		return 0, c.fail(ctx, nc, "PKIFailed", err)
 	}
 	params.CertsHash = pki.CertsHash(certs)
 	external, err := c.ensureExternalEtcd(ctx, nc, in, ns)
 	if err != nil {
-		return 0, c.fail(nc, "ExternalEtcdFailed", err)
+		return 0, c.fail(ctx, nc, "ExternalEtcdFailed", err)
 	}
 	if external != "" {
 		params.CertsHash += "-" + external[:16]
@@ -244,7 +246,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	params.Versions = up.versions
 	if err := c.ensureWorkloads(ctx, nc, in, params); err != nil {
-		return 0, c.fail(nc, "ApplyFailed", err)
+		return 0, c.fail(ctx, nc, "ApplyFailed", err)
 	}
 	ready, err := c.updateStatus(ctx, nc, in, params, up, certs[provisioner.SecretCA])
 	if err != nil {
@@ -256,9 +258,25 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return 0, nil
 }
 
-// fail records err as a Warning Event and returns it for the retry.
-func (c *Controller) fail(nc *v1alpha1.NestedCluster, reason string, err error) error {
-	c.recorder.Event(nc, "Warning", reason, err.Error())
+// maxFailureMessage bounds the error text a condition carries.
+const maxFailureMessage = 1024
+
+// fail records a failed step: Reconciled=False with the step as reason in
+// status, then (once that write succeeded, so the Event never describes a
+// state status does not show) a Warning Event; it returns err for the
+// retry.
+func (c *Controller) fail(ctx context.Context, nc *v1alpha1.NestedCluster, reason string, err error) error {
+	msg := err.Error()
+	if len(msg) > maxFailureMessage {
+		msg = msg[:maxFailureMessage] + "..."
+	}
+	st := nc.Status.DeepCopy()
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciled, Status: metav1.ConditionFalse,
+		Reason: reason, Message: msg, ObservedGeneration: nc.Generation})
+	if _, werr := c.writeStatus(ctx, nc, st); werr != nil {
+		return fmt.Errorf("%s: %w (and %w)", reason, err, werr)
+	}
+	c.recorder.Event(nc, "Warning", reason, msg)
 	return fmt.Errorf("%s: %w", reason, err)
 }
 

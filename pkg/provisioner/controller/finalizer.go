@@ -82,7 +82,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	}
 	if live.GetDeletionTimestamp() == nil {
 		if err := c.mgmt.Delete(ctx, proto); err != nil && !apierrors.IsNotFound(err) {
-			return 0, c.fail(nc, "DeleteFailed", fmt.Errorf("deleting namespace %s: %w", proto.Name, err))
+			return 0, c.fail(ctx, nc, "DeleteFailed", fmt.Errorf("deleting namespace %s: %w", proto.Name, err))
 		}
 		logger.Info("Deleting control plane", "namespace", proto.Name)
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, "Deleting", "deleting management namespace %s", proto.Name)

@@ -107,6 +107,8 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, "ComponentsNotReady"
 	}
 	meta.SetStatusCondition(&st.Conditions, readyCond)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciled, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonReconcileSucceeded, ObservedGeneration: nc.Generation})
 
 	upgrading := false
 	for _, o := range []observed{api, kcm, sched} {

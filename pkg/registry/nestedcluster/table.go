@@ -109,6 +109,9 @@ func reasonOf(nc *capn.NestedCluster) string {
 	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
 		return c.Reason
 	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReconciled); c != nil && c.Status == metav1.ConditionFalse {
+		return c.Reason
+	}
 	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 		return c.Reason
 	}

@@ -20,6 +20,12 @@ const (
 	ConditionDegraded    = "Degraded"
 	// ConditionPaused is True while spec.paused is.
 	ConditionPaused = "Paused"
+	// ConditionReconciled says whether the provisioner's last sync of the
+	// current generation got through every step. False names the step that
+	// failed (its reason, e.g. PKIFailed) while Ready keeps describing what
+	// runs: a failed certificate renewal does not stop a serving cluster,
+	// but it must not hide behind Ready=True either.
+	ConditionReconciled = "Reconciled"
 )
 
 // Condition reasons that clients may act on.
@@ -28,6 +34,8 @@ const (
 	ReasonImagesPresent = "ImagesPresent"
 	// ReasonImagePullFailed is Ready's reason while ImagesAvailable is False.
 	ReasonImagePullFailed = "ImagePullFailed"
+	// ReasonReconcileSucceeded is Reconciled's reason when True.
+	ReasonReconcileSucceeded = "Succeeded"
 )
 
 // ImagePullReasons are the kubelet's container waiting reasons that mean the

@@ -1,0 +1,49 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+)
+
+// A sync that fails at a step says so in status (it used to return before
+// the status write, leaving Ready=True and only an Event), and clears it
+// when a later sync gets through.
+func TestFailedStepReachesStatus(t *testing.T) {
+	f := newFixture(t, testCluster())
+	f.sync()
+	f.markReady()
+	f.syncTenant()
+	require.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady))
+	require.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReconciled))
+
+	broken := true
+	f.kube.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return broken, nil, errors.New("admission webhook denied the request")
+	})
+	f.setCluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.ControllerManager.ExtraArgs = map[string]string{"v": "4"}; nc.Generation++ })
+	f.events()
+	_, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
+	require.Error(t, err)
+	f.refresh()
+	c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionReconciled)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, "ApplyFailed", c.Reason)
+	assert.Contains(t, c.Message, "admission webhook denied the request")
+	assert.Equal(t, f.nc.Generation, c.ObservedGeneration)
+	assert.Contains(t, f.events(), "Warning ApplyFailed "+c.Message)
+
+	broken = false
+	f.sync()
+	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReconciled))
+}
