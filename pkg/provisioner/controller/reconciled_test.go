@@ -30,7 +30,10 @@ func TestFailedStepReachesStatus(t *testing.T) {
 	f.kube.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return broken, nil, errors.New("admission webhook denied the request")
 	})
-	f.setCluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.ControllerManager.ExtraArgs = map[string]string{"v": "4"}; nc.Generation++ })
+	f.setCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.ControllerManager.ExtraArgs = map[string]string{"v": "4"}
+		nc.Generation++
+	})
 	f.events()
 	_, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
 	require.Error(t, err)
