@@ -238,7 +238,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		params.CertsHash += "-" + external[:16]
 	}
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
-	params.EtcdImage = nc.Status.Etcd.Image
+	if params.EtcdImage, err = c.runningEtcdImage(ctx, in, ns); err != nil {
+		return 0, c.fail(ctx, nc, "EtcdObserveFailed", err)
+	}
 	// An ordered upgrade holds some kube-* components back (upgrade.go).
 	up, err := c.planUpgrade(ctx, nc, in, ns)
 	if err != nil {

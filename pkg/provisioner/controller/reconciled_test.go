@@ -50,3 +50,25 @@ func TestFailedStepReachesStatus(t *testing.T) {
 	f.sync()
 	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReconciled))
 }
+
+// The etcd image capn keeps is the running StatefulSet's, not what status
+// says: a status write (by anyone with /status access) must not roll etcd.
+func TestEtcdImageComesFromTheLiveStatefulSet(t *testing.T) {
+	f := newFixture(t, testCluster())
+	f.sync()
+	ctx, ns := context.Background(), managementNamespace(f.nc)
+	before, err := f.kube.AppsV1().StatefulSets(ns).Get(ctx, "etcd", metav1.GetOptions{})
+	require.NoError(t, err)
+	image := before.Spec.Template.Spec.Containers[0].Image
+
+	st := f.nc.DeepCopy()
+	st.Status.Etcd.Image = "registry.example/evil-etcd:1"
+	_, err = f.capn.CapnV1alpha1().NestedClusters(st.Namespace).UpdateStatus(ctx, st, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.refresh()
+	f.sync()
+
+	after, err := f.kube.AppsV1().StatefulSets(ns).Get(ctx, "etcd", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, image, after.Spec.Template.Spec.Containers[0].Image)
+}
