@@ -244,7 +244,8 @@ func resyncWrites(t *testing.T, c *framework.Cluster, servingCA *framework.CA, k
 	versions := func() string {
 		cols := "custom-columns=K:.kind,N:.metadata.name,RV:.metadata.resourceVersion"
 		return admin.MustRun(t, "", "get", "namespace", ns, "-o", cols, "--no-headers") +
-			admin.MustRun(t, "", "get", "secrets,configmaps,services,deployments,statefulsets,poddisruptionbudgets",
+			// Not the ResourceQuota: kube-controller-manager writes its usage.
+			admin.MustRun(t, "", "get", "secrets,configmaps,services,deployments,statefulsets,poddisruptionbudgets,networkpolicies,limitranges",
 				"-n", ns, "-o", cols, "--no-headers")
 	}
 	before := capnMetrics(ctx, t, c, servingCA)
@@ -259,6 +260,15 @@ func resyncWrites(t *testing.T, c *framework.Cluster, servingCA *framework.CA, k
 		return s > syncs0, fmt.Sprintf("successful syncs %v, was %v", s, syncs0)
 	})
 	writes1, _ := promValue(after, "capn_provisioner_management_writes_total")
+	// The provisioner's health is on /metrics: leader, caches, its queue.
+	for _, m := range []string{"capn_provisioner_leader", "capn_provisioner_caches_synced"} {
+		if v, ok := promValue(after, m); !ok || v != 1 {
+			t.Errorf("%s = %v (found %v), want 1", m, v, ok)
+		}
+	}
+	if _, ok := promSum(after, "workqueue_depth", `name="capn-provisioner"`); !ok {
+		t.Error(`no workqueue_depth{name="capn-provisioner"} on /metrics`)
+	}
 	if writes1 != writes0 {
 		t.Errorf("a resync of Ready %s wrote %v times to the management cluster", name, writes1-writes0)
 	}

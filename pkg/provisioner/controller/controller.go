@@ -149,6 +149,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if !cache.WaitForNamedCacheSync("capn-provisioner", ctx.Done(), c.synced...) {
 		return
 	}
+	cachesSynced.Set(1)
+	defer cachesSynced.Set(0)
 	for range workers {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}

@@ -6,6 +6,9 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	// workqueue_depth, _adds_total, _queue_duration_seconds ... for the
+	// provisioner's queue (name "capn-provisioner") on /metrics.
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
 	"capn.dev/capn/pkg/provisioner/builders"
 )
@@ -39,12 +42,22 @@ var (
 		Help:           "Sweeps that deleted nothing because too many namespaces looked orphaned at once (a damaged store?).",
 		StabilityLevel: metrics.ALPHA,
 	})
+	leader = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "capn", Subsystem: "provisioner", Name: "leader",
+		Help:           "1 while this replica holds the provisioner's lease (or runs without leader election), else 0.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	cachesSynced = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "capn", Subsystem: "provisioner", Name: "caches_synced",
+		Help:           "1 once the provisioner's informers have synced in the current term, else 0.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(syncs, managementWrites, orphansAwaiting, orphansDeleted, sweepHeld)
+		legacyregistry.MustRegister(syncs, managementWrites, orphansAwaiting, orphansDeleted, sweepHeld, leader, cachesSynced)
 	})
 }
 
