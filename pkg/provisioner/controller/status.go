@@ -79,10 +79,10 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 		}
 		meta.SetStatusCondition(&st.Conditions, cond)
 	}
-	set(v1alpha1.ConditionEtcdReady, etcd.available, "QuorumReady", "QuorumNotReady")
-	set(v1alpha1.ConditionAPIServerAvailable, api.available, "ReplicasReady", "NoReadyReplicas")
-	set(v1alpha1.ConditionControllerManagerAvailable, kcm.available, "ReplicasReady", "NoReadyReplicas")
-	set(v1alpha1.ConditionSchedulerAvailable, sched.available, "ReplicasReady", "NoReadyReplicas")
+	set(v1alpha1.ConditionEtcdReady, etcd.available, v1alpha1.ReasonQuorumReady, v1alpha1.ReasonQuorumNotReady)
+	set(v1alpha1.ConditionAPIServerAvailable, api.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
+	set(v1alpha1.ConditionControllerManagerAvailable, kcm.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
+	set(v1alpha1.ConditionSchedulerAvailable, sched.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
 	components := etcd.available && api.available && kcm.available && sched.available &&
 		etcd.done && api.done && kcm.done && sched.done
 	// Pods are listed only while a component is not rolled out: that is
@@ -96,15 +96,15 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	images.ObservedGeneration = nc.Generation
 	meta.SetStatusCondition(&st.Conditions, images)
 	ready := components && tenantReady
-	readyCond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "AllComponentsAvailable", ObservedGeneration: nc.Generation}
+	readyCond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAllComponentsAvailable, ObservedGeneration: nc.Generation}
 	switch {
 	case ready:
 	case images.Status == metav1.ConditionFalse:
 		readyCond.Status, readyCond.Reason, readyCond.Message = metav1.ConditionFalse, v1alpha1.ReasonImagePullFailed, images.Message
 	case components:
-		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, "BootstrappingTenant" // RBAC for the kubeconfig group
+		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, v1alpha1.ReasonBootstrappingTenant // RBAC for the kubeconfig group
 	default:
-		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, "ComponentsNotReady"
+		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, v1alpha1.ReasonComponentsNotReady
 	}
 	meta.SetStatusCondition(&st.Conditions, readyCond)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciled, Status: metav1.ConditionTrue,

@@ -36,6 +36,15 @@ const (
 	ReasonImagePullFailed = "ImagePullFailed"
 	// ReasonReconcileSucceeded is Reconciled's reason when True.
 	ReasonReconcileSucceeded = "Succeeded"
+	// Component conditions: etcd by quorum, the kube-* by ready replicas.
+	ReasonQuorumReady     = "QuorumReady"
+	ReasonQuorumNotReady  = "QuorumNotReady"
+	ReasonReplicasReady   = "ReplicasReady"
+	ReasonNoReadyReplicas = "NoReadyReplicas"
+	// Ready's reasons besides ReasonImagePullFailed.
+	ReasonAllComponentsAvailable = "AllComponentsAvailable"
+	ReasonBootstrappingTenant    = "BootstrappingTenant" // components up, tenant RBAC not yet
+	ReasonComponentsNotReady     = "ComponentsNotReady"
 )
 
 // ImagePullReasons are the kubelet's container waiting reasons that mean the
