@@ -140,8 +140,11 @@ func checkTenantBoundary(t *testing.T, admin, victim framework.Kubectl) {
 			r := admin.Run("", "get", "namespace", ns, "-o", "jsonpath={.status.phase}")
 			return (r.Err != nil && strings.Contains(r.Stderr, "NotFound")) || r.Stdout == "Terminating", r.Stdout + r.Stderr
 		})
-		ev := admin.MustRun(t, "", "get", "events", "-A", "--field-selector=reason=OrphanDeleted", "-o", "jsonpath={.items[*].message}")
-		assert.Contains(t, ev, "deleted management namespace "+ns)
+		// The recorder sends Events asynchronously.
+		framework.Eventually(t, time.Minute, "the sweep's OrphanDeleted Event", func() (bool, string) {
+			ev := admin.MustRun(t, "", "get", "events", "-A", "--field-selector=reason=OrphanDeleted", "-o", "jsonpath={.items[*].message}")
+			return strings.Contains(ev, "deleted management namespace "+ns), ev
+		})
 	})
 }
 
