@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,7 +15,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
+	"capn.dev/capn/pkg/generated/clientset/versioned"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/test/framework"
 )
@@ -133,9 +137,17 @@ func checkTenantBoundary(t *testing.T, admin, victim framework.Kubectl) {
 		expectRefused(t, k, "", 422, "metadata.finalizers", "patch", "nc", "first", "--type=json",
 			`-p=[{"op":"remove","path":"/metadata/finalizers"}]`, "--as="+mallory)
 		// The provider's break-glass path (system:masters) may; the
-		// namespace it leaves behind goes to the orphan sweep.
-		k.MustRun(t, "", "patch", "nc", "first", "--type=json", `-p=[{"op":"remove","path":"/metadata/finalizers"}]`)
-		k.MustRun(t, "", "delete", "nc", "first")
+		// namespace it leaves behind goes to the orphan sweep. capn re-adds
+		// its finalizer to a live object, so the delete is conditional on
+		// the patched resourceVersion, and retried until it wins the race.
+		cfg, err := clientcmd.BuildConfigFromFlags("", admin.Kubeconfig)
+		require.NoError(t, err)
+		ncs := versioned.NewForConfigOrDie(cfg).CapnV1alpha1().NestedClusters(hostileNS)
+		framework.Eventually(t, time.Minute, "a break-glass delete of first without capn's finalizer", func() (bool, string) {
+			rv := k.MustRun(t, "", "patch", "nc", "first", "--type=merge", `-p={"metadata":{"finalizers":null}}`, "-o", "jsonpath={.metadata.resourceVersion}")
+			err := ncs.Delete(context.Background(), "first", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+			return err == nil, fmt.Sprint(err)
+		})
 		framework.Eventually(t, 3*time.Minute, "the orphan sweep to delete "+ns, func() (bool, string) {
 			r := admin.Run("", "get", "namespace", ns, "-o", "jsonpath={.status.phase}")
 			return (r.Err != nil && strings.Contains(r.Stderr, "NotFound")) || r.Stdout == "Terminating", r.Stdout + r.Stderr
