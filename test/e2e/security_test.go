@@ -72,7 +72,8 @@ func checkTenantBoundary(t *testing.T, admin, victim framework.Kubectl) {
 	// admission chain charges each create.
 	// kube-controller-manager counts a resource once its discovery (every
 	// 30 s) has seen it; a quota made before that is counted at its next
-	// full resync (5 min) or on any edit, so the wait edits it.
+	// full resync (5 min) or when its spec.hard changes, so the wait
+	// changes an unrelated limit.
 	admin.MustRun(t, "", "create", "quota", "clusters", "-n", hostileNS, "--hard=count/nestedclusters.capn.dev=1")
 	nudge, nudged := 0, time.Now()
 	framework.Eventually(t, 2*time.Minute, "the quota's usage to be counted", func() (bool, string) {
@@ -82,7 +83,7 @@ func checkTenantBoundary(t *testing.T, admin, victim framework.Kubectl) {
 		}
 		if time.Since(nudged) > 5*time.Second {
 			nudge, nudged = nudge+1, time.Now()
-			admin.Run("", "annotate", "quota", "clusters", "-n", hostileNS, fmt.Sprintf("e2e.capn.dev/nudge=%d", nudge), "--overwrite")
+			admin.Run("", "patch", "quota", "clusters", "-n", hostileNS, "--type=merge", fmt.Sprintf(`-p={"spec":{"hard":{"configmaps":"%d"}}}`, 1000+nudge))
 		}
 		return false, r.Stdout + r.Stderr
 	})
