@@ -88,6 +88,8 @@ func Start(ctx context.Context, cfg RunConfig) error {
 	recorder := broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: LeaseName})
 
 	run := func(ctx context.Context) {
+		// Registered first: component-base metrics drop values set before.
+		registerMetrics()
 		leader.Set(1)
 		defer leader.Set(0)
 		// A fresh factory per term: a lost lease stops its informers too.
