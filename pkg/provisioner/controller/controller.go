@@ -240,16 +240,18 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		params.CertsHash += "-" + external[:16]
 	}
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
-	if params.EtcdImage, err = c.runningEtcdImage(ctx, in, ns); err != nil {
-		return 0, c.fail(ctx, nc, "EtcdObserveFailed", err)
+	live, err := c.liveWorkloads(ctx, in, ns)
+	if err != nil {
+		return 0, c.fail(ctx, nc, "ObserveFailed", err)
 	}
+	params.EtcdImage = runningEtcdImage(live)
 	// An ordered upgrade holds some kube-* components back (upgrade.go).
 	up, err := c.planUpgrade(ctx, nc, in, ns)
 	if err != nil {
 		return 0, fmt.Errorf("planning upgrade: %w", err)
 	}
 	params.Versions = up.versions
-	if err := c.ensureWorkloads(ctx, nc, in, params); err != nil {
+	if err := c.ensureWorkloads(ctx, nc, in, params, live); err != nil {
 		return 0, c.fail(ctx, nc, "ApplyFailed", err)
 	}
 	ready, err := c.updateStatus(ctx, nc, in, params, up, certs[provisioner.SecretCA])

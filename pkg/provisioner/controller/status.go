@@ -131,28 +131,6 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	return ready, terr
 }
 
-// runningEtcdImage is the image of the live etcd StatefulSet's etcd
-// container ("" before it exists, or with an external etcd): the fact, not
-// status, which anyone with /status access could rewrite.
-func (c *Controller) runningEtcdImage(ctx context.Context, in *capn.NestedCluster, ns string) (string, error) {
-	if in.Spec.Etcd.Managed == nil {
-		return "", nil
-	}
-	live, err := c.mgmt.Get(ctx, &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.EtcdName}})
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("getting StatefulSet %s/%s: %w", ns, provisioner.EtcdName, err)
-	}
-	sts, ok := live.(*appsv1.StatefulSet)
-	if !ok {
-		return "", fmt.Errorf("etcd is a %T, not a StatefulSet", live)
-	}
-	return componentStatus(0, 0, 0, sts.Spec.Template).Image, nil
-}
-
 func deploymentRef(ns, name string) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn"
@@ -66,15 +67,14 @@ func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedClus
 }
 
 // ensureWorkloads applies everything but the namespace and Services
-// (ensured before, since the rest depends on them).
-func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) error {
+// (ensured before, since the rest depends on them). live are the workloads
+// as they run now (liveWorkloads), for the quota.
+func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, live []builders.Object) error {
 	objs, err := builders.All(in, p)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
 	}
-	if err := c.quotaForRollout(ctx, in, p, objs); err != nil {
-		return err
-	}
+	quotaForRollout(in, p, objs, live)
 	var applied []string
 	for _, o := range objs {
 		switch o.(type) {
@@ -93,33 +93,56 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 	return c.prune(ctx, nc, p.Namespace, objs)
 }
 
+// liveWorkloads reads the control plane's StatefulSet (managed etcd) and
+// Deployments as they run now; missing ones are left out. One read serves
+// the etcd image to keep and the quota.
+func (c *Controller) liveWorkloads(ctx context.Context, in *capn.NestedCluster, ns string) ([]builders.Object, error) {
+	var protos []builders.Object
+	if in.Spec.Etcd.Managed != nil {
+		protos = append(protos, &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.EtcdName}})
+	}
+	for _, name := range []string{provisioner.APIServerName, provisioner.ControllerManagerName, provisioner.SchedulerName} {
+		protos = append(protos, &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	}
+	var out []builders.Object
+	for _, proto := range protos {
+		live, err := c.mgmt.Get(ctx, proto)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("getting %s %s/%s: %w", kindOf(proto), ns, proto.GetName(), err)
+		default:
+			live.GetObjectKind().SetGroupVersionKind(proto.GetObjectKind().GroupVersionKind())
+			out = append(out, live)
+		}
+	}
+	return out, nil
+}
+
+// runningEtcdImage is the image of the live etcd StatefulSet's etcd
+// container ("" before it exists, or with an external etcd): the fact, not
+// status, which anyone with /status access could rewrite.
+func runningEtcdImage(live []builders.Object) string {
+	for _, o := range live {
+		if sts, ok := o.(*appsv1.StatefulSet); ok && sts.Name == provisioner.EtcdName {
+			return componentStatus(0, 0, 0, sts.Spec.Template).Image
+		}
+	}
+	return ""
+}
+
 // quotaForRollout re-renders the ResourceQuota in objs from the rendered
 // workloads and the live ones: while a change that lowers a component's
 // resources rolls out, its old pods still count at the old size, and a
 // quota of the new size alone would refuse the new pods and stall it.
-func (c *Controller) quotaForRollout(ctx context.Context, in *capn.NestedCluster, p builders.Params, objs []builders.Object) error {
-	quota := -1
-	basis := slices.Clone(objs)
+func quotaForRollout(in *capn.NestedCluster, p builders.Params, objs, live []builders.Object) {
 	for i, o := range objs {
-		switch o.(type) {
-		case *corev1.ResourceQuota:
-			quota = i
-		case *appsv1.Deployment, *appsv1.StatefulSet:
-			live, err := c.mgmt.Get(ctx, o)
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return fmt.Errorf("%s %s: getting: %w", kindOf(o), o.GetName(), err)
-			default:
-				live.GetObjectKind().SetGroupVersionKind(o.GetObjectKind().GroupVersionKind())
-				basis = append(basis, live)
-			}
+		if _, ok := o.(*corev1.ResourceQuota); ok {
+			objs[i] = builders.ResourceQuota(in, p, append(slices.Clone(objs), live...))
 		}
 	}
-	if quota >= 0 {
-		objs[quota] = builders.ResourceQuota(in, p, basis)
-	}
-	return nil
 }
 
 func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {
