@@ -20,8 +20,9 @@ import (
 // removal normally arrives through WatchManagement.
 const namespaceGoneRequeue = 15 * time.Second
 
-// ensureFinalizer adds capn.ProvisionerFinalizer before anything is created, and returns
-// the updated object so later steps write against its resourceVersion.
+// ensureFinalizer adds capn.ProvisionerFinalizer before anything is
+// created, and returns the updated object so later steps write against its
+// resourceVersion.
 func (c *Controller) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedCluster) (*v1alpha1.NestedCluster, error) {
 	if slices.Contains(nc.Finalizers, capn.ProvisionerFinalizer) {
 		return nc, nil

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/provisioner"
@@ -63,22 +64,11 @@ func (c *Controller) RunOrphanSweep(ctx context.Context, cfg SweepConfig) {
 	s := &orphanSweep{SweepConfig: cfg.withDefaults(), absentSince: map[string]time.Time{}}
 	logger := klog.FromContext(ctx).WithName("orphan-sweep")
 	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting orphan sweep", "gracePeriod", s.GracePeriod, "period", s.Period, "maxDeletions", s.MaxDeletions)
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if !c.hasSynced() {
-			return
-		}
-		c.sweep(ctx, s)
-	}, s.Period)
-}
-
-func (c *Controller) hasSynced() bool {
-	for _, synced := range c.synced {
-		if !synced() {
-			return false
-		}
+	if c.namespaces == nil || !cache.WaitForNamedCacheSync("capn-orphan-sweep", ctx.Done(), c.synced...) {
+		return
 	}
-	return c.namespaces != nil
+	logger.Info("Starting orphan sweep", "gracePeriod", s.GracePeriod, "period", s.Period, "maxDeletions", s.MaxDeletions)
+	wait.UntilWithContext(ctx, func(ctx context.Context) { c.sweep(ctx, s) }, s.Period)
 }
 
 // sweep makes one pass and returns the namespaces it deleted.
@@ -92,9 +82,7 @@ func (c *Controller) sweep(ctx context.Context, s *orphanSweep) []string {
 	// An empty store is what a lost or replaced capn etcd looks like: every
 	// namespace would look orphaned. Never start a clock then.
 	if len(ncs) == 0 {
-		if len(s.absentSince) > 0 || len(c.namespaces.List()) > 0 {
-			logger.V(2).Info("Not sweeping: capn's store holds no NestedClusters")
-		}
+		logger.V(2).Info("Not sweeping: capn's store holds no NestedClusters")
 		clear(s.absentSince)
 		return nil
 	}
