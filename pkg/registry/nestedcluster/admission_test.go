@@ -55,6 +55,10 @@ func TestFinalizerRemovalIsCapnsOrTheProviders(t *testing.T) {
 	}
 	require.Contains(t, e.get("guarded").Finalizers, capn.ProvisionerFinalizer, "nothing partial is written")
 
+	// capn's name without capn's group is not capn.
+	impostor := &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.AllAuthenticated}}
+	assert.True(t, apierrors.IsInvalid(e.updateAs(impostor, withoutFinalizer(nc), false)))
+
 	// Other finalizers stay the tenant's to manage.
 	other := e.get("guarded")
 	other.Finalizers = []string{capn.ProvisionerFinalizer}
