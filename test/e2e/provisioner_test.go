@@ -251,6 +251,7 @@ func resyncWrites(t *testing.T, c *framework.Cluster, servingCA *framework.CA, k
 	before := capnMetrics(ctx, t, c, servingCA)
 	syncs0 := promLabelled(before, "capn_provisioner_syncs_total", "result", "success")
 	writes0, _ := promValue(before, "capn_provisioner_management_writes_total")
+	reads0 := managementReads(before)
 	rv0 := versions()
 	k.MustRun(t, "", "annotate", "nc", name, "e2e.capn.dev/resync="+time.Now().Format("150405.000"), "--overwrite")
 	var after string
@@ -272,13 +273,30 @@ func resyncWrites(t *testing.T, c *framework.Cluster, servingCA *framework.CA, k
 	if writes1 != writes0 {
 		t.Errorf("a resync of Ready %s wrote %v times to the management cluster", name, writes1-writes0)
 	}
+	// Reads come from capn's caches (the live path GETs ~35 objects).
+	reads1 := managementReads(after)
+	if reads1 != reads0 {
+		t.Errorf("a resync of Ready %s sent %v get/list requests to the management apiserver, want 0", name, reads1-reads0)
+	}
 	rv1 := versions()
 	if rv1 != rv0 {
 		t.Errorf("management objects changed on resync:\nbefore:\n%s\nafter:\n%s", rv0, rv1)
 	}
 	syncs1 := promLabelled(after, "capn_provisioner_syncs_total", "result", "success")
-	return fmt.Sprintf("%v syncs, %v management writes (capn counters), resourceVersions unchanged: %v",
-		syncs1-syncs0, writes1-writes0, rv1 == rv0)
+	return fmt.Sprintf("%v syncs, %v management writes and %v reads (capn counters), resourceVersions unchanged: %v",
+		syncs1-syncs0, writes1-writes0, reads1-reads0, rv1 == rv0)
+}
+
+// managementReads sums the provisioner's get and list requests to the
+// management apiserver, leader election's Lease renewals aside.
+func managementReads(metrics string) float64 {
+	n := 0.0
+	for _, verb := range []string{"get", "list"} {
+		all, _ := promSum(metrics, "capn_provisioner_management_requests_total", `verb="`+verb+`"`)
+		leases, _ := promSum(metrics, "capn_provisioner_management_requests_total", `resource="leases",verb="`+verb+`"`)
+		n += all - leases
+	}
+	return n
 }
 
 func dumpProvisioner(t *testing.T, admin framework.Kubectl, cases []tenantCase) {

@@ -118,11 +118,12 @@ func checkTenantBoundary(t *testing.T, admin, victim framework.Kubectl) {
 			return r.Err == nil, r.Stderr
 		})
 		require.Contains(t, mine, "client-certificate-data")
-		var victimURL string
-		framework.Eventually(t, 2*time.Minute, "demo's endpoint", func() (bool, string) {
-			victimURL = victim.MustRun(t, "", "get", "nc", "demo", "-o", "jsonpath={.status.endpoint}")
-			return victimURL != "", victimURL
-		})
+		// The endpoint is in status from the first sync, long before the
+		// apiserver behind it answers: wait for that, or a refused
+		// connection would stand in for the refused credential.
+		victim.MustRun(t, "", "wait", "nc/demo", "--for=condition=APIServerAvailable", "--timeout=3m")
+		victimURL := victim.MustRun(t, "", "get", "nc", "demo", "-o", "jsonpath={.status.endpoint}")
+		require.NotEmpty(t, victimURL)
 		path := filepath.Join(t.TempDir(), "mallory.kubeconfig")
 		require.NoError(t, os.WriteFile(path, []byte(kubeconfigOf(t, mine)), 0o600))
 		tk := framework.Kubectl{Bin: admin.Bin, Kubeconfig: path}

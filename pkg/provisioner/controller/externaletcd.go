@@ -55,14 +55,14 @@ func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.Nested
 // readUserSecret returns the wanted keys of the user's Secret, or an error
 // that says exactly what is missing, since the user has to fix it.
 func (c *Controller) readUserSecret(ctx context.Context, namespace, name string, keys []string) (map[string][]byte, error) {
-	live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	live, err := c.mgmt.ReadSecret(ctx, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("external etcd: Secret %s/%s not found", namespace, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("external etcd: reading Secret %s/%s: %w", namespace, name, err)
 	}
-	src := live.(*corev1.Secret).Data
+	src := live.Data
 	out := map[string][]byte{}
 	for _, k := range keys {
 		if len(src[k]) == 0 {

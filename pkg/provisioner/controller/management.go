@@ -29,6 +29,9 @@ const FieldManager = "capn-provisioner"
 type Management interface {
 	// Get returns the live object, or a NotFound error.
 	Get(ctx context.Context, proto builders.Object) (builders.Object, error)
+	// ReadSecret returns a Secret capn does not own, live: one a tenant
+	// names in its own namespace (external etcd credentials).
+	ReadSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 	// ListSecrets returns the Secrets of a namespace.
 	ListSecrets(ctx context.Context, namespace string) ([]corev1.Secret, error)
 	// ListPods returns the Pods of a namespace that match selector: an
@@ -78,6 +81,10 @@ func (m kubeManagement) Update(ctx context.Context, obj builders.Object) error {
 func (m kubeManagement) Delete(ctx context.Context, proto builders.Object) error {
 	_, err := m.do(ctx, opDelete, proto)
 	return err
+}
+
+func (m kubeManagement) ReadSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	return m.c.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 func (m kubeManagement) ListSecrets(ctx context.Context, namespace string) ([]corev1.Secret, error) {

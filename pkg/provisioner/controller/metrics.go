@@ -2,7 +2,11 @@ package controller
 
 import (
 	"context"
+	"net/http"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -27,6 +31,11 @@ var (
 		Help:           "Writes the provisioner made to the management cluster, by verb (apply, create, update, delete).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"verb"})
+	managementRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "capn", Subsystem: "provisioner", Name: "management_requests_total",
+		Help:           "Requests the provisioner sent to the management apiserver, by API verb (get, list, watch, create, patch, ...) and resource.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"verb", "resource"})
 	orphansAwaiting = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "capn", Subsystem: "orphan_sweep", Name: "awaiting_namespaces",
 		Help:           "Management namespaces whose owning NestedCluster is absent, waiting out the grace period.",
@@ -57,7 +66,7 @@ var (
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(syncs, managementWrites, orphansAwaiting, orphansDeleted, sweepHeld, leader, cachesSynced)
+		legacyregistry.MustRegister(syncs, managementWrites, managementRequests, orphansAwaiting, orphansDeleted, sweepHeld, leader, cachesSynced)
 	})
 }
 
@@ -84,3 +93,28 @@ func (c countWrites) Delete(ctx context.Context, o builders.Object) error {
 	managementWrites.WithLabelValues("delete").Inc()
 	return c.Management.Delete(ctx, o)
 }
+
+// requestInfo classifies a request the way the apiserver will (get, list
+// and watch are all GETs on the wire).
+var requestInfo = &apirequest.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
+}
+
+// countRequests counts every request sent through rt in
+// capn_provisioner_management_requests_total: what the management
+// apiserver saw, whichever code path sent it (cache, informers, leases).
+func countRequests(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		verb, resource := "unknown", ""
+		if info, err := requestInfo.NewRequestInfo(req); err == nil && info.IsResourceRequest {
+			verb, resource = info.Verb, info.Resource
+		}
+		managementRequests.WithLabelValues(verb, resource).Inc()
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

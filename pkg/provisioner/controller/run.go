@@ -71,7 +71,9 @@ func Start(ctx context.Context, cfg RunConfig) error {
 	if err != nil {
 		return fmt.Errorf("capn client: %w", err)
 	}
-	mgmt, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg.Management), LeaseName))
+	mgmtConfig := rest.AddUserAgent(rest.CopyConfig(cfg.Management), LeaseName)
+	mgmtConfig.Wrap(countRequests)
+	mgmt, err := kubernetes.NewForConfig(mgmtConfig)
 	if err != nil {
 		return fmt.Errorf("management client: %w", err)
 	}
@@ -100,10 +102,15 @@ func Start(ctx context.Context, cfg RunConfig) error {
 		owned := kubeinformers.NewSharedInformerFactoryWithOptions(mgmt, 0,
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ManagedSelector() }))
 		defer owned.Shutdown()
+		management, caches, err := NewCachedManagement(mgmt, owned)
+		if err != nil {
+			logger.Error(err, "Building provisioner controller")
+			return
+		}
 		c, err := New(Options{
 			Capn:             capnClient,
 			Informer:         factory.Capn().V1alpha1().NestedClusters(),
-			Management:       NewManagement(mgmt),
+			Management:       management,
 			Recorder:         recorder,
 			RenewalThreshold: cfg.RenewalThreshold,
 			// Options.UpgradeStepTimeout: 0 means the default.
@@ -111,8 +118,10 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			Placement:          cfg.Placement,
 		})
 		if err == nil {
-			err = c.WatchManagement(owned.Core().V1().Namespaces().Informer(), owned.Core().V1().Services().Informer(),
-				owned.Apps().V1().Deployments().Informer(), owned.Apps().V1().StatefulSets().Informer())
+			// Every cached kind, so a hand edit of any object capn owns
+			// (drift) is repaired when it happens, not at the next resync.
+			err = c.WatchManagement(caches.Namespaces, caches.Watched...)
+			c.WaitFor(caches.All...)
 		}
 		if err != nil {
 			logger.Error(err, "Building provisioner controller")

@@ -38,6 +38,13 @@ func (c *Controller) WatchManagement(namespaces cache.SharedIndexInformer, infor
 	return nil
 }
 
+// WaitFor adds informers a sync reads from but does not react to.
+func (c *Controller) WaitFor(informers ...cache.SharedIndexInformer) {
+	for _, inf := range informers {
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+}
+
 // enqueueOwner maps an object to its NestedCluster through the owner labels
 // of its management namespace (provisioner.Labels): owner references cannot
 // cross from the management cluster to an aggregated API's objects. A
