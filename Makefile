@@ -65,7 +65,7 @@ run-standalone: build ## Run capn-apiserver standalone with embedded etcd (Ctrl-
 	hack/run-standalone.sh $(BIN)/capn-apiserver $(RUN_DIR) $(PORT)
 
 .PHONY: test
-test: test-unit test-fuzz-smoke test-e2e ## Unit, integration (real embedded etcd), a 20 s run of each fuzz target, and e2e (real binary + kubectl) tests.
+test: test-unit test-fuzz-smoke test-e2e bench-scale-smoke ## Unit, integration (real embedded etcd), a 20 s run of each fuzz target, e2e (real binary + kubectl) tests, and a 20-cluster bench-scale.
 
 .PHONY: test-unit
 test-unit: ## Unit tests and storage tests on a real embedded etcd.
@@ -102,6 +102,23 @@ bench-e2e: build tools ## Startup time and RSS of the real capn-apiserver, again
 	CAPN_APISERVER=$(BIN)/capn-apiserver ETCD=$$(hack/build-tools.sh --print-path etcd) \
 		go test -tags e2e -run '^$$' -bench Startup -benchtime 5x ./test/e2e/
 
+SCALE_N ?= 100,300,1000
+SCALE_STEADY ?= 10m
+SCALE_OUT ?= $(CURDIR)/docs/benchmarks
+
+.PHONY: bench-scale
+bench-scale: build tools ## Provisioner at scale: SCALE_N NestedClusters on a kwok management cluster, then SCALE_STEADY of steady state; CSVs and plots into SCALE_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) \
+	KWOK=$$(hack/build-tools.sh --print-path kwok) \
+	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
+	CAPN_BENCH_SCALE_N=$(SCALE_N) CAPN_BENCH_STEADY=$(SCALE_STEADY) CAPN_BENCH_OUT=$(SCALE_OUT) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 4h -v ./test/e2e/
+	cd hack/tools/benchplot && GOWORK=off go run . -in $(SCALE_OUT) -out $(SCALE_OUT)
+
+.PHONY: bench-scale-smoke
+bench-scale-smoke: ## bench-scale with 20 clusters and 30 s of steady state, output under _output (what CI runs).
+	$(MAKE) bench-scale SCALE_N=20 SCALE_STEADY=30s SCALE_OUT=$(OUT)/bench-scale
+
 .PHONY: update
 update: ## Regenerate code in pkg/generated and pkg/apis.
 	hack/update-codegen.sh
@@ -114,6 +131,7 @@ verify: ## Codegen drift, go mod tidy drift, go vet, gofmt.
 	cd hack/tools/k8s-1.36 && GOWORK=off go mod tidy -diff
 	cd hack/tools/kwok && GOWORK=off go mod tidy -diff
 	cd hack/tools/images && GOWORK=off go mod tidy -diff && GOWORK=off go vet ./...
+	cd hack/tools/benchplot && GOWORK=off go mod tidy -diff && GOWORK=off go vet ./...
 	go vet ./...
 	go vet -tags e2e ./test/...
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \

@@ -21,7 +21,7 @@ import (
 	"capn.dev/capn/test/framework"
 )
 
-func env(t *testing.T, name string) string {
+func env(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
@@ -32,7 +32,7 @@ func env(t *testing.T, name string) string {
 
 // clusterOptions points the framework at the pinned control-plane binaries
 // the Makefile passes in.
-func clusterOptions(t *testing.T) framework.ClusterOptions {
+func clusterOptions(t testing.TB) framework.ClusterOptions {
 	return framework.ClusterOptions{
 		KubeAPIServer:         env(t, "KUBE_APISERVER"),
 		KubeControllerManager: env(t, "KUBE_CONTROLLER_MANAGER"),
@@ -41,7 +41,7 @@ func clusterOptions(t *testing.T) framework.ClusterOptions {
 	}
 }
 
-func repoFile(t *testing.T, rel string) string {
+func repoFile(t testing.TB, rel string) string {
 	t.Helper()
 	_, here, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(here), "..", "..", rel)

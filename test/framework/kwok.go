@@ -22,6 +22,9 @@ type KwokOptions struct {
 	StageDir string
 	// Nodes is how many fake nodes to create.
 	Nodes int
+	// Allocatable overrides each node's allocatable (and capacity)
+	// resources; unset ones keep 32 CPU, 256Gi and 110 pods.
+	Allocatable corev1.ResourceList
 }
 
 // FakeNodeAnnotation marks the nodes kwok manages; nothing else is touched.
@@ -71,6 +74,9 @@ func (c *Cluster) StartKwok(t TB, opts KwokOptions) []string {
 				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
 				corev1.ResourcePods: resource.MustParse("110"),
 			}},
+		}
+		for k, v := range opts.Allocatable {
+			node.Status.Allocatable[k] = v
 		}
 		node.Status.Capacity = node.Status.Allocatable
 		if _, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {

@@ -67,6 +67,35 @@ func RSSKiB(pid int) (int, error) {
 	return procStatusKiB(pid, "VmRSS:")
 }
 
+// PeakRSSKiB reads a process's peak resident set size (VmHWM) from /proc.
+func PeakRSSKiB(pid int) (int, error) {
+	return procStatusKiB(pid, "VmHWM:")
+}
+
+// CPUSeconds reads the user plus system CPU time a process has used, from
+// /proc/<pid>/stat (in clock ticks of 1/100 s, USER_HZ on Linux).
+func CPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields count from its ")".
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err := strconv.ParseFloat(f[11], 64)
+	if err != nil {
+		return 0, err
+	}
+	stime, err := strconv.ParseFloat(f[12], 64)
+	if err != nil {
+		return 0, err
+	}
+	return (utime + stime) / 100, nil
+}
+
 // procStatusKiB reads a "<key> N kB" line of /proc/<pid>/status.
 func procStatusKiB(pid int, key string) (int, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

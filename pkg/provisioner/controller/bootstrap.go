@@ -31,7 +31,24 @@ type tenantBootstrap struct {
 	running bool
 	// failure is the last attempt's DescribeTenantError text.
 	failure string
+	// failures counts the attempts that failed in a row; no new attempt
+	// starts before retryAt. Without it, a tenant that refuses at once
+	// would be dialled again by the sync its own failure enqueued: a hot
+	// loop of certificate signing and dials.
+	failures int
+	retryAt  time.Time
 }
+
+// tenantRetry is the wait after the n-th failed bootstrap in a row: 1 s,
+// doubling, at most maxTenantRetry.
+func tenantRetry(n int) time.Duration {
+	if n > 7 {
+		return maxTenantRetry
+	}
+	return min(time.Second<<max(n-1, 0), maxTenantRetry)
+}
+
+const maxTenantRetry = time.Minute
 
 // DefaultTenantConcurrency bounds the tenant bootstraps in flight.
 const DefaultTenantConcurrency = 4
@@ -72,7 +89,7 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	if rec.failure != "" {
 		failed = errors.New(rec.failure)
 	}
-	if rec.running {
+	if rec.running || c.now().Before(rec.retryAt) {
 		return false, failed
 	}
 	clusterCA, err := pki.ParseCA(ca[corev1.TLSCertKey], ca[corev1.TLSPrivateKeyKey])
@@ -111,6 +128,14 @@ func (c *Controller) bootstrapTenant(ctx context.Context, nc *v1alpha1.NestedClu
 	rec.running = false
 	rec.done = err == nil
 	rec.failure = failure
+	retry := time.Duration(0)
+	if err != nil {
+		rec.failures++
+		retry = tenantRetry(rec.failures)
+		rec.retryAt = c.now().Add(retry)
+	} else {
+		rec.failures, rec.retryAt = 0, time.Time{}
+	}
 	c.mu.Unlock()
 	switch {
 	case err != nil:
@@ -125,6 +150,6 @@ func (c *Controller) bootstrapTenant(ctx context.Context, nc *v1alpha1.NestedClu
 			"bound group %s to cluster-admin in the tenant; kubeconfigs from nestedclusters/kubeconfig now work", access.TenantAdminsGroup)
 	}
 	if c.queue != nil {
-		c.queue.Add(key)
+		c.queue.AddAfter(key, retry) // at once after a success
 	}
 }

@@ -125,6 +125,39 @@ func TestTenantBootstrapDoesNotBlockSync(t *testing.T) {
 	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady), "%+v", f.nc.Status.Conditions)
 }
 
+// TestTenantBootstrapBacksOff: a tenant that refuses at once is not dialled
+// again by every sync (each failure enqueues one), only after a backoff.
+func TestTenantBootstrapBacksOff(t *testing.T) {
+	f := newFixture(t, testCluster())
+	f.tenant.PrependReactor("patch", "clusterrolebindings", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("no")
+	})
+	f.sync()
+	f.markReady()
+	f.sync()
+	f.c.tenantWG.Wait()
+	dials := func() int {
+		f.serversMu.Lock()
+		defer f.serversMu.Unlock()
+		return len(f.tenantServers)
+	}
+	require.Equal(t, 1, dials())
+	for range 5 {
+		_, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
+		require.Error(t, err, "the last failure is still reported")
+		f.c.tenantWG.Wait()
+	}
+	assert.Equal(t, 1, dials(), "the tenant was dialled again within its backoff")
+
+	now := testNow.Add(tenantRetry(1))
+	f.c.now = func() time.Time { return now }
+	_, _ = f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
+	f.c.tenantWG.Wait()
+	assert.Equal(t, 2, dials(), "no new attempt once the backoff passed")
+	assert.Equal(t, 2*time.Second, tenantRetry(2))
+	assert.Equal(t, maxTenantRetry, tenantRetry(100))
+}
+
 func conditionMessages(nc *v1alpha1.NestedCluster) []string {
 	var out []string
 	for _, c := range nc.Status.Conditions {
