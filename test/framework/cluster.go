@@ -30,6 +30,9 @@ type ClusterOptions struct {
 	// StartTimeout bounds each component's start (default 2m: a busy
 	// 2-core machine, e.g. one that is compiling, is several times slower).
 	StartTimeout time.Duration
+	// ControllerManagerArgs and SchedulerArgs are appended to those
+	// components' flags (a benchmark tunes the management cluster).
+	ControllerManagerArgs, SchedulerArgs []string
 }
 
 // Cluster is a running etcd + kube-apiserver + kube-controller-manager +

@@ -82,22 +82,24 @@ func (c *Cluster) startControllers(opts ClusterOptions, pki *clusterPKI) {
 	kcmKC := c.certKubeconfig("kube-controller-manager", pki.ControllerManager)
 	schedKC := c.certKubeconfig("kube-scheduler", pki.Scheduler)
 	kcmPort, schedPort := strconv.Itoa(freePortOn(c.t, loopback)), strconv.Itoa(freePortOn(c.t, loopback))
-	kcm := c.start("kube-controller-manager", opts.KubeControllerManager,
-		"--kubeconfig="+kcmKC, "--authentication-kubeconfig="+kcmKC, "--authorization-kubeconfig="+kcmKC,
-		"--bind-address=127.0.0.1", "--secure-port="+kcmPort,
-		"--tls-cert-file="+pki.KCMServing.CertFile, "--tls-private-key-file="+pki.KCMServing.KeyFile,
-		"--cluster-signing-cert-file="+pki.CA.CertFile, "--cluster-signing-key-file="+pki.CA.KeyFile,
-		"--root-ca-file="+pki.CA.CertFile,
-		"--service-account-private-key-file="+pki.ServiceAccountKey,
+	kcmArgs := []string{
+		"--kubeconfig=" + kcmKC, "--authentication-kubeconfig=" + kcmKC, "--authorization-kubeconfig=" + kcmKC,
+		"--bind-address=127.0.0.1", "--secure-port=" + kcmPort,
+		"--tls-cert-file=" + pki.KCMServing.CertFile, "--tls-private-key-file=" + pki.KCMServing.KeyFile,
+		"--cluster-signing-cert-file=" + pki.CA.CertFile, "--cluster-signing-key-file=" + pki.CA.KeyFile,
+		"--root-ca-file=" + pki.CA.CertFile,
+		"--service-account-private-key-file=" + pki.ServiceAccountKey,
 		"--use-service-account-credentials=true",
 		"--controllers=*", "--leader-elect=false",
-		"--service-cluster-ip-range="+opts.ServiceCIDR, "--cluster-cidr="+opts.PodCIDR,
-		"--profiling=false")
-	sched := c.start("kube-scheduler", opts.KubeScheduler,
-		"--kubeconfig="+schedKC, "--authentication-kubeconfig="+schedKC, "--authorization-kubeconfig="+schedKC,
-		"--bind-address=127.0.0.1", "--secure-port="+schedPort,
-		"--tls-cert-file="+pki.SchedulerServing.CertFile, "--tls-private-key-file="+pki.SchedulerServing.KeyFile,
-		"--leader-elect=false", "--profiling=false")
+		"--service-cluster-ip-range=" + opts.ServiceCIDR, "--cluster-cidr=" + opts.PodCIDR,
+		"--profiling=false"}
+	kcm := c.start("kube-controller-manager", opts.KubeControllerManager, append(kcmArgs, opts.ControllerManagerArgs...)...)
+	schedArgs := []string{
+		"--kubeconfig=" + schedKC, "--authentication-kubeconfig=" + schedKC, "--authorization-kubeconfig=" + schedKC,
+		"--bind-address=127.0.0.1", "--secure-port=" + schedPort,
+		"--tls-cert-file=" + pki.SchedulerServing.CertFile, "--tls-private-key-file=" + pki.SchedulerServing.KeyFile,
+		"--leader-elect=false", "--profiling=false"}
+	sched := c.start("kube-scheduler", opts.KubeScheduler, append(schedArgs, opts.SchedulerArgs...)...)
 
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pki.CA.CertPEM)

@@ -39,6 +39,9 @@ func main() {
 	}
 	var all []series
 	for _, f := range files {
+		if _, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "scale-"), ".csv")); err != nil {
+			continue // not scale-<N>.csv
+		}
 		s, err := read(f)
 		if err != nil {
 			log.Fatalf("%s: %v", f, err)

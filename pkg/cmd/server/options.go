@@ -77,12 +77,14 @@ type Options struct {
 	Out, ErrOut io.Writer
 }
 
-// Provisioner client and concurrency defaults: a full resync of a few
-// hundred tenants (a handful of reads each) fits well inside the informer
-// resync period, without crowding the management apiserver's fair share.
+// Provisioner client and concurrency defaults. Reads come from caches, so
+// the limit bounds writes: creating a cluster takes about 30 (make
+// bench-scale), and at 50 QPS a burst of 100 creations waited a minute for
+// the client's limiter. The management apiserver's priority and fairness,
+// not this limiter, is what protects it from capn.
 const (
-	DefaultManagementQPS      = 50
-	DefaultManagementBurst    = 100
+	DefaultManagementQPS      = 200
+	DefaultManagementBurst    = 400
 	DefaultProvisionerWorkers = 4
 )
 
