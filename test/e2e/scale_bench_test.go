@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,15 +95,12 @@ func BenchmarkScale(b *testing.B) {
 
 // sample is one point of the time series, taken every sampleEvery.
 type sample struct {
-	at                time.Duration // since the first create
-	available         int
-	reads, writes     float64 // cumulative management requests
-	rssKiB            int
-	cpuSeconds        float64
-	listLatency       time.Duration
-	getLatency        []time.Duration
-	createsInFlight   int64
-	availableAtSample int
+	at            time.Duration // since the first create
+	available     int
+	reads, writes float64 // cumulative management requests
+	rssKiB        int
+	cpuSeconds    float64
+	listLatency   time.Duration
 }
 
 type scaleResult struct {
@@ -180,24 +176,11 @@ func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *sc
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The same counters the e2e resync check reads (managementReads).
 	metrics := func() (reads, writes float64) {
 		text := capnMetricsDirect(ctx, b, capn, c.FrontProxyClient)
-		for _, line := range strings.Split(text, "\n") {
-			if !strings.HasPrefix(line, "capn_provisioner_management_requests_total{") {
-				continue
-			}
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			switch {
-			case strings.Contains(line, `resource="leases"`):
-			case strings.Contains(line, `verb="get"`), strings.Contains(line, `verb="list"`):
-				reads += v
-			case strings.Contains(line, `verb="watch"`):
-			default:
-				writes += v
-			}
-		}
-		return reads, writes
+		writes, _ = promValue(text, "capn_provisioner_management_writes_total")
+		return managementReads(text), writes
 	}
 	pid := capn.PID()
 	r := &scaleResult{n: n}
@@ -213,7 +196,6 @@ func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *sc
 	// Create, 16 at a time, recording when each create returned.
 	start := time.Now()
 	created := make([]time.Time, n)
-	var inFlight atomic.Int64
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range 16 {
@@ -221,7 +203,6 @@ func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *sc
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				inFlight.Add(1)
 				nc := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("s%04d", i)}}
 				for {
 					if _, err := client.CapnV1alpha1().NestedClusters("default").Create(ctx, nc, metav1.CreateOptions{}); err == nil {
@@ -233,7 +214,6 @@ func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *sc
 					time.Sleep(100 * time.Millisecond) // the client's retry, not a wait for a condition
 				}
 				created[i] = time.Now()
-				inFlight.Add(-1)
 			}
 		}()
 	}
@@ -273,7 +253,7 @@ func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *sc
 		rss, _ := framework.RSSKiB(pid)
 		cpu, _ := framework.CPUSeconds(pid)
 		r.samples = append(r.samples, sample{at: time.Since(start), available: len(availableAt), reads: rd - reads0, writes: wr - writes0,
-			rssKiB: rss, cpuSeconds: cpu - cpu0, listLatency: listLatency, createsInFlight: inFlight.Load()})
+			rssKiB: rss, cpuSeconds: cpu - cpu0, listLatency: listLatency})
 	}
 	for len(availableAt) < n && time.Now().Before(deadline) {
 		t0 := time.Now()

@@ -44,9 +44,10 @@ type cachedManagement struct {
 	indexers map[reflect.Type]typedCache
 
 	mu sync.Mutex
-	// written holds objects as the last write returned them, by cacheKey,
-	// until the informer shows that version or a newer one.
-	written map[cacheKey]builders.Object
+	// written holds objects as the last write returned them, by namespace
+	// and cacheKey (a list reads one namespace's), until the informer
+	// shows that version or a newer one.
+	written map[string]map[cacheKey]builders.Object
 }
 
 type typedCache struct {
@@ -75,7 +76,7 @@ type ManagementCaches struct {
 // informers, and those informers. f must be label-selected to capn's
 // objects (ManagedSelector) and not yet started.
 func NewCachedManagement(c kubernetes.Interface, f kubeinformers.SharedInformerFactory) (Management, ManagementCaches, error) {
-	m := &cachedManagement{live: kubeManagement{c}, indexers: map[reflect.Type]typedCache{}, written: map[cacheKey]builders.Object{}}
+	m := &cachedManagement{live: kubeManagement{c}, indexers: map[reflect.Type]typedCache{}, written: map[string]map[cacheKey]builders.Object{}}
 	core, apps := f.Core().V1(), f.Apps().V1()
 	pods := core.Pods().Informer()
 	// Pods are read for their status and labels only; their managed fields
@@ -134,13 +135,25 @@ func keyOf(o builders.Object) cacheKey {
 func (m *cachedManagement) forget(k cacheKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.written, k)
+	m.drop(k)
+}
+
+// drop forgets k's write; m.mu must be held.
+func (m *cachedManagement) drop(k cacheKey) {
+	delete(m.written[k.namespace], k)
+	if len(m.written[k.namespace]) == 0 {
+		delete(m.written, k.namespace)
+	}
 }
 
 func (m *cachedManagement) remember(o builders.Object) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.written[keyOf(o)] = o.DeepCopyObject().(builders.Object)
+	k := keyOf(o)
+	if m.written[k.namespace] == nil {
+		m.written[k.namespace] = map[cacheKey]builders.Object{}
+	}
+	m.written[k.namespace][k] = o.DeepCopyObject().(builders.Object)
 }
 
 // fresher returns the newer of the cached object and the last write of the
@@ -149,7 +162,7 @@ func (m *cachedManagement) remember(o builders.Object) {
 func (m *cachedManagement) fresher(k cacheKey, cached builders.Object) builders.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	w, ok := m.written[k]
+	w, ok := m.written[k.namespace][k]
 	if !ok {
 		return cached
 	}
@@ -158,7 +171,7 @@ func (m *cachedManagement) fresher(k cacheKey, cached builders.Object) builders.
 		// (resourceversion.CompareResourceVersion); if they were not,
 		// trusting the informer is what a plain cache would do.
 		if cmp, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), w.GetResourceVersion()); err != nil || cmp >= 0 {
-			delete(m.written, k)
+			m.drop(k)
 			return cached
 		}
 	}
@@ -179,9 +192,9 @@ func (m *cachedManagement) Get(ctx context.Context, proto builders.Object) (buil
 		return nil, err
 	}
 	k := keyOf(proto)
-	key := k.name
-	if k.namespace != "" {
-		key = k.namespace + "/" + k.name
+	key, err := cache.MetaNamespaceKeyFunc(proto)
+	if err != nil {
+		return nil, fmt.Errorf("management cache: %w", err)
 	}
 	item, exists, err := tc.indexer.GetByKey(key)
 	if err != nil {
@@ -217,25 +230,25 @@ func (m *cachedManagement) ReadSecret(ctx context.Context, namespace, name strin
 }
 
 func (m *cachedManagement) ListSecrets(_ context.Context, namespace string) ([]corev1.Secret, error) {
-	objs, err := m.list(&corev1.Secret{}, namespace, labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]corev1.Secret, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, *o.(*corev1.Secret))
-	}
-	return out, nil
+	return listAs[corev1.Secret](m, namespace, labels.Everything())
 }
 
 func (m *cachedManagement) ListPods(_ context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, error) {
-	objs, err := m.list(&corev1.Pod{}, namespace, selector)
+	return listAs[corev1.Pod](m, namespace, selector)
+}
+
+// listAs is list for one type, as values.
+func listAs[T any, P interface {
+	*T
+	builders.Object
+}](m *cachedManagement, namespace string, selector labels.Selector) ([]T, error) {
+	objs, err := m.list(P(new(T)), namespace, selector)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]corev1.Pod, 0, len(objs))
+	out := make([]T, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, *o.(*corev1.Pod))
+		out = append(out, *o.(P))
 	}
 	return out, nil
 }
@@ -270,8 +283,8 @@ func (m *cachedManagement) list(proto builders.Object, namespace string, selecto
 	}
 	m.mu.Lock()
 	var pending []builders.Object
-	for k, w := range m.written {
-		if k.t == t && k.namespace == namespace && !seen[k.name] {
+	for k, w := range m.written[namespace] {
+		if k.t == t && !seen[k.name] {
 			pending = append(pending, w)
 		}
 	}
