@@ -66,9 +66,9 @@ func printStatus(out io.Writer, nc *v1alpha1.NestedCluster) error {
 		}
 		row("etcd", desired, nc.Status.Etcd)
 	}
-	row("kube-apiserver", nc.Spec.APIServer.Replicas, nc.Status.APIServer)
-	row("kube-controller-manager", nc.Spec.ControllerManager.Replicas, nc.Status.ControllerManager)
-	row("kube-scheduler", nc.Spec.Scheduler.Replicas, nc.Status.Scheduler)
+	row(v1alpha1.ComponentAPIServer, nc.Spec.APIServer.Replicas, nc.Status.APIServer)
+	row(v1alpha1.ComponentControllerManager, nc.Spec.ControllerManager.Replicas, nc.Status.ControllerManager)
+	row(v1alpha1.ComponentScheduler, nc.Spec.Scheduler.Replicas, nc.Status.Scheduler)
 	if err := w.Flush(); err != nil {
 		return err
 	}

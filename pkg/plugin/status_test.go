@@ -67,8 +67,8 @@ func TestStatusExternalEtcdAndErrors(t *testing.T) {
 }
 
 func TestStatusUpgradeSteps(t *testing.T) {
-	nc := rolling(oldV, newV, "kube-controller-manager", -1,
-		step("kube-apiserver", newV, 0, 41), step("kube-controller-manager", newV, 41, -1))
+	nc := rolling(oldV, newV, v1alpha1.ComponentControllerManager, -1,
+		step(v1alpha1.ComponentAPIServer, newV, 0, 41), step(v1alpha1.ComponentControllerManager, newV, 41, -1))
 	nc.Status.Conditions = []metav1.Condition{
 		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "ComponentsNotReady"},
 		{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "UpgradingKubeControllerManager", Message: "kube-controller-manager: rolling out v1.37.2"},
@@ -97,8 +97,8 @@ Conditions:
 	}
 
 	// A finished rollback: the abandoned forward step never finished.
-	back := rolling(newV, oldV, "", 100, step("kube-apiserver", newV, 0, 41), step("kube-controller-manager", newV, 41, -1),
-		step("kube-controller-manager", oldV, 50, 70), step("kube-apiserver", oldV, 70, 100))
+	back := rolling(newV, oldV, "", 100, step(v1alpha1.ComponentAPIServer, newV, 0, 41), step(v1alpha1.ComponentControllerManager, newV, 41, -1),
+		step(v1alpha1.ComponentControllerManager, oldV, 50, 70), step(v1alpha1.ComponentAPIServer, oldV, 70, 100))
 	out, err = run(t, newFake(back), "status", "demo")
 	if err != nil {
 		t.Fatal(err)

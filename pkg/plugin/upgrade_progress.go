@@ -13,8 +13,8 @@ import (
 )
 
 // upgradeOrder is the order the provisioner upgrades in; a rollback walks
-// it backwards. etcd is never part of an upgrade.
-var upgradeOrder = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+// it backwards.
+var upgradeOrder = v1alpha1.UpgradeOrder()
 
 // upgradeProgress turns the NestedClusters seen while waiting for an
 // upgrade into progress lines, one when a step starts and one when it
@@ -129,11 +129,11 @@ func position(component string, back bool) int {
 // component returns a kube-* component's status and desired replicas.
 func component(nc *v1alpha1.NestedCluster, name string) (v1alpha1.ComponentStatus, int32) {
 	switch name {
-	case "kube-apiserver":
+	case v1alpha1.ComponentAPIServer:
 		return nc.Status.APIServer, ptr.Deref(nc.Spec.APIServer.Replicas, 1)
-	case "kube-controller-manager":
+	case v1alpha1.ComponentControllerManager:
 		return nc.Status.ControllerManager, ptr.Deref(nc.Spec.ControllerManager.Replicas, 1)
-	case "kube-scheduler":
+	case v1alpha1.ComponentScheduler:
 		return nc.Status.Scheduler, ptr.Deref(nc.Spec.Scheduler.Replicas, 1)
 	}
 	return v1alpha1.ComponentStatus{}, 0

@@ -52,11 +52,11 @@ func rolling(from, to, active string, finish int, steps ...v1alpha1.UpgradeStep)
 			}
 		}
 		switch name {
-		case "kube-apiserver":
+		case v1alpha1.ComponentAPIServer:
 			nc.Status.APIServer = st
-		case "kube-controller-manager":
+		case v1alpha1.ComponentControllerManager:
 			nc.Status.ControllerManager = st
-		case "kube-scheduler":
+		case v1alpha1.ComponentScheduler:
 			nc.Status.Scheduler = st
 		}
 	}
@@ -69,15 +69,15 @@ func TestUpgradeWaitPrintsEachStep(t *testing.T) {
 	upgradeReactor(cs, &sent, nil)
 	notYet := demo()
 	notYet.Status.Phase = v1alpha1.PhaseReady
-	api := step("kube-apiserver", newV, 0, 41)
-	kcm := step("kube-controller-manager", newV, 41, 60)
+	api := step(v1alpha1.ComponentAPIServer, newV, 0, 41)
+	kcm := step(v1alpha1.ComponentControllerManager, newV, 41, 60)
 	startWatch(t, cs,
 		notYet, // the provisioner has not started: nothing to print
-		rolling(oldV, newV, "kube-apiserver", -1, step("kube-apiserver", newV, 0, -1)),
-		rolling(oldV, newV, "kube-apiserver", -1, step("kube-apiserver", newV, 0, -1)), // no change: no line
+		rolling(oldV, newV, v1alpha1.ComponentAPIServer, -1, step(v1alpha1.ComponentAPIServer, newV, 0, -1)),
+		rolling(oldV, newV, v1alpha1.ComponentAPIServer, -1, step(v1alpha1.ComponentAPIServer, newV, 0, -1)), // no change: no line
 		// The controller-manager's start was never seen on its own: caught up, in order.
-		rolling(oldV, newV, "kube-scheduler", -1, api, kcm, step("kube-scheduler", newV, 60, -1)),
-		rolling(oldV, newV, "", 123, api, kcm, step("kube-scheduler", newV, 60, 123)),
+		rolling(oldV, newV, v1alpha1.ComponentScheduler, -1, api, kcm, step(v1alpha1.ComponentScheduler, newV, 60, -1)),
+		rolling(oldV, newV, "", 123, api, kcm, step(v1alpha1.ComponentScheduler, newV, 60, 123)),
 	)
 	out, err := run(t, cs, "upgrade", "demo", "--to", newV, "--wait", "--timeout=10s")
 	if err != nil {
@@ -101,8 +101,8 @@ func TestUpgradeWaitDegradedEndsTheWait(t *testing.T) {
 	cs := newFake(demo())
 	var sent string
 	upgradeReactor(cs, &sent, nil)
-	msg := `pod kube-apiserver-7c9d8-abcde: container "kube-apiserver" is waiting: ImagePullBackOff (Back-off pulling image "registry.k8s.io/kube-apiserver:v1.37.2")`
-	stalled := rolling(oldV, newV, "kube-apiserver", -1, step("kube-apiserver", newV, 0, -1))
+	msg := `pod kube-apiserver-7c9d8-abcde: container v1alpha1.ComponentAPIServer is waiting: ImagePullBackOff (Back-off pulling image "registry.k8s.io/kube-apiserver:v1.37.2")`
+	stalled := rolling(oldV, newV, v1alpha1.ComponentAPIServer, -1, step(v1alpha1.ComponentAPIServer, newV, 0, -1))
 	stalled.Status.Phase = v1alpha1.PhaseDegraded
 	stalled.Status.Conditions = []metav1.Condition{
 		{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "UpgradingKubeAPIServer", Message: "kube-apiserver: rolling out v1.37.2"},
@@ -127,10 +127,10 @@ func TestUpgradeWaitRollbackDetected(t *testing.T) {
 	cs := newFake(demo())
 	var sent string
 	upgradeReactor(cs, &sent, nil)
-	api := step("kube-apiserver", newV, 0, 41)
-	back := rolling(newV, oldV, "kube-apiserver", -1, api, step("kube-controller-manager", newV, 41, -1), step("kube-apiserver", oldV, 50, -1))
+	api := step(v1alpha1.ComponentAPIServer, newV, 0, 41)
+	back := rolling(newV, oldV, v1alpha1.ComponentAPIServer, -1, api, step(v1alpha1.ComponentControllerManager, newV, 41, -1), step(v1alpha1.ComponentAPIServer, oldV, 50, -1))
 	startWatch(t, cs,
-		rolling(oldV, newV, "kube-controller-manager", -1, api, step("kube-controller-manager", newV, 41, -1)),
+		rolling(oldV, newV, v1alpha1.ComponentControllerManager, -1, api, step(v1alpha1.ComponentControllerManager, newV, 41, -1)),
 		back,
 		rolling(oldV, newV, "", 200, api), // never reached
 	)
@@ -156,14 +156,14 @@ func TestUpgradeWaitIgnoresStatusFromBeforeTheRequest(t *testing.T) {
 	cs := newFake(demo())
 	var sent string
 	stale := func() *v1alpha1.NestedCluster {
-		nc := rolling("v1.35.4", oldV, "", 30, step("kube-apiserver", oldV, 0, 30))
+		nc := rolling("v1.35.4", oldV, "", 30, step(v1alpha1.ComponentAPIServer, oldV, 0, 30))
 		nc.Generation, nc.Status.ObservedGeneration = 5, 4
 		nc.Status.Conditions = []metav1.Condition{{Type: "Degraded", Status: metav1.ConditionTrue, Reason: "KubeAPIServerPodsNotReady", Message: "old", ObservedGeneration: 4}}
 		return nc
 	}
 	upgradeReactorFrom(cs, &sent, nil, stale)
-	done := rolling(oldV, newV, "", 90, step("kube-apiserver", newV, 0, 30),
-		step("kube-controller-manager", newV, 30, 60), step("kube-scheduler", newV, 60, 90))
+	done := rolling(oldV, newV, "", 90, step(v1alpha1.ComponentAPIServer, newV, 0, 30),
+		step(v1alpha1.ComponentControllerManager, newV, 30, 60), step(v1alpha1.ComponentScheduler, newV, 60, 90))
 	done.Generation, done.Status.ObservedGeneration = 5, 5
 	done.Status.Conditions = stale().Status.Conditions // not rewritten since: stale too
 	startWatch(t, cs, stale(), done)

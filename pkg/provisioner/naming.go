@@ -12,28 +12,17 @@ import (
 	"strings"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
-// Components, spelled as validation.OwnedFlags keys them and as they appear
-// in the capn.dev/component label.
-const (
-	ComponentEtcd              = "etcd"
-	ComponentAPIServer         = "kube-apiserver"
-	ComponentControllerManager = "kube-controller-manager"
-	ComponentScheduler         = "kube-scheduler"
-)
-
-// Label keys. ClusterLabel and ComponentLabel are also what
-// nestedcluster.APIServerSelector uses, so /scale and HPA find the pods.
+// Label keys besides v1alpha1.ClusterLabel and v1alpha1.ComponentLabel.
 const (
 	// OwnerUIDLabel holds the owning NestedCluster's UID on the metadata of
 	// every object capn creates (not on pod templates: adding it there
 	// would restart every tenant). Names and the other labels can be
 	// spoofed; this is what capn checks before it acts on an object.
 	OwnerUIDLabel         = "capn.dev/owner-uid"
-	ClusterLabel          = "capn.dev/cluster"
 	ClusterNamespaceLabel = "capn.dev/cluster-namespace"
-	ComponentLabel        = "capn.dev/component"
 	ManagedByLabel        = "app.kubernetes.io/managed-by"
 	ManagedByValue        = "capn"
 )
@@ -195,7 +184,7 @@ func LegacyOwnedBy(l map[string]string, nc *capn.NestedCluster) bool {
 	if _, ok := l[OwnerUIDLabel]; ok {
 		return OwnedBy(l, nc)
 	}
-	return l[ManagedByLabel] == ManagedByValue && l[ClusterLabel] == nc.Name && l[ClusterNamespaceLabel] == nc.Namespace
+	return l[ManagedByLabel] == ManagedByValue && l[v1alpha1.ClusterLabel] == nc.Name && l[ClusterNamespaceLabel] == nc.Namespace
 }
 
 // readable is "capn-<ns>-<name>" cut to max characters. A cut may end on a
@@ -211,7 +200,7 @@ func readable(nc *capn.NestedCluster, max int) string {
 // Labels go on every object capn creates for nc.
 func Labels(nc *capn.NestedCluster) map[string]string {
 	return map[string]string{
-		ClusterLabel:          nc.Name,
+		v1alpha1.ClusterLabel: nc.Name,
 		ClusterNamespaceLabel: nc.Namespace,
 		ManagedByLabel:        ManagedByValue,
 	}
@@ -233,7 +222,7 @@ func OwnedBy(labels map[string]string, nc *capn.NestedCluster) bool {
 // objects and pods.
 func ComponentLabels(nc *capn.NestedCluster, component string) map[string]string {
 	l := Labels(nc)
-	l[ComponentLabel] = component
+	l[v1alpha1.ComponentLabel] = component
 	return l
 }
 
@@ -242,5 +231,5 @@ func ComponentLabels(nc *capn.NestedCluster, component string) map[string]string
 // Deployment's or StatefulSet's selector is immutable; for kube-apiserver
 // they equal nestedcluster.APIServerSelector.
 func SelectorLabels(nc *capn.NestedCluster, component string) map[string]string {
-	return map[string]string{ClusterLabel: nc.Name, ComponentLabel: component}
+	return map[string]string{v1alpha1.ClusterLabel: nc.Name, v1alpha1.ComponentLabel: component}
 }

@@ -14,6 +14,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/registry/nestedcluster"
 )
@@ -81,9 +82,9 @@ func TestLegacyNamespace(t *testing.T) {
 func TestResolveNamespace(t *testing.T) {
 	c := nc("team-a", "demo")
 	owned := map[string]string{OwnerUIDLabel: string(c.UID)}
-	legacyLabels := map[string]string{ManagedByLabel: ManagedByValue, ClusterLabel: "demo", ClusterNamespaceLabel: "team-a"}
-	otherUID := map[string]string{OwnerUIDLabel: "0000", ManagedByLabel: ManagedByValue, ClusterLabel: "demo", ClusterNamespaceLabel: "team-a"}
-	victimLegacy := map[string]string{ManagedByLabel: ManagedByValue, ClusterLabel: "victim", ClusterNamespaceLabel: "team-v"}
+	legacyLabels := map[string]string{ManagedByLabel: ManagedByValue, v1alpha1.ClusterLabel: "demo", ClusterNamespaceLabel: "team-a"}
+	otherUID := map[string]string{OwnerUIDLabel: "0000", ManagedByLabel: ManagedByValue, v1alpha1.ClusterLabel: "demo", ClusterNamespaceLabel: "team-a"}
+	victimLegacy := map[string]string{ManagedByLabel: ManagedByValue, v1alpha1.ClusterLabel: "victim", ClusterNamespaceLabel: "team-v"}
 	cases := []struct {
 		name            string
 		current, legacy map[string]string
@@ -123,11 +124,11 @@ func TestResolveNamespace(t *testing.T) {
 
 func TestLabels(t *testing.T) {
 	c := nc("team-a", "demo")
-	sel := SelectorLabels(c, ComponentAPIServer)
+	sel := SelectorLabels(c, v1alpha1.ComponentAPIServer)
 	if !labels.Equals(sel, nestedcluster.APIServerSelector("demo")) {
 		t.Errorf("apiserver selector %v, want nestedcluster.APIServerSelector %v", sel, nestedcluster.APIServerSelector("demo"))
 	}
-	for _, comp := range []string{ComponentEtcd, ComponentAPIServer, ComponentControllerManager, ComponentScheduler} {
+	for _, comp := range []string{v1alpha1.ComponentEtcd, v1alpha1.ComponentAPIServer, v1alpha1.ComponentControllerManager, v1alpha1.ComponentScheduler} {
 		pod := labels.Set(ComponentLabels(c, comp))
 		if !labels.SelectorFromSet(SelectorLabels(c, comp)).Matches(pod) {
 			t.Errorf("%s: component labels %v not matched by its selector", comp, pod)
@@ -143,7 +144,7 @@ func TestLabels(t *testing.T) {
 			}
 		}
 	}
-	if ComponentLabels(c, ComponentEtcd)[ComponentLabel] == ComponentLabels(c, ComponentAPIServer)[ComponentLabel] {
+	if ComponentLabels(c, v1alpha1.ComponentEtcd)[v1alpha1.ComponentLabel] == ComponentLabels(c, v1alpha1.ComponentAPIServer)[v1alpha1.ComponentLabel] {
 		t.Error("components must be told apart by label")
 	}
 }

@@ -33,9 +33,9 @@ import (
 // Kubernetes minor. Their pinned binaries live in the version-keyed cache
 // hack/build-tools.sh fills: $CAPN_RELEASE_BINS/<release>/<component>.
 var profileComponents = []string{
-	provisioner.ComponentAPIServer,
-	provisioner.ComponentControllerManager,
-	provisioner.ComponentScheduler,
+	v1alpha1.ComponentAPIServer,
+	v1alpha1.ComponentControllerManager,
+	v1alpha1.ComponentScheduler,
 }
 
 // TestProfileFlags proves, for every minor in versions.Supported, that the
@@ -98,7 +98,7 @@ func TestProfileFlags(t *testing.T) {
 						})
 					}
 					t.Run("kube-scheduler config", func(t *testing.T) {
-						checkSchedulerConfig(t, bins[provisioner.ComponentScheduler], objs)
+						checkSchedulerConfig(t, bins[v1alpha1.ComponentScheduler], objs)
 					})
 				})
 			}
@@ -248,7 +248,7 @@ func checkFlagsAccepted(t *testing.T, bin string, args []string) {
 // validates the config, builds the scheduler and exits 0 without dialling.
 func checkSchedulerConfig(t *testing.T, bin string, objs []builders.Object) {
 	t.Helper()
-	ctr := componentContainer(t, objs, provisioner.ComponentScheduler)
+	ctr := componentContainer(t, objs, v1alpha1.ComponentScheduler)
 	var config string
 	for _, o := range objs {
 		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == provisioner.SchedulerConfigName {

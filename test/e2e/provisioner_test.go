@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/test/framework"
 )
@@ -140,7 +141,7 @@ func TestProvisionerOnNode(t *testing.T) {
 		t.Errorf("external etcd saw %v puts since the tenant was created, want the tenant's writes (>= 100)", puts-putsBefore)
 	}
 	extNS := mgmtNamespace(t, admin, "ext")
-	if out := admin.MustRun(t, "", "get", "statefulsets,pods", "-n", extNS, "-l", provisioner.ComponentLabel+"="+provisioner.ComponentEtcd, "-o", "name"); strings.TrimSpace(out) != "" {
+	if out := admin.MustRun(t, "", "get", "statefulsets,pods", "-n", extNS, "-l", v1alpha1.ComponentLabel+"="+v1alpha1.ComponentEtcd, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("capn runs an etcd for the external-etcd tenant: %s", out)
 	}
 
@@ -303,7 +304,7 @@ func dumpProvisioner(t *testing.T, admin framework.Kubectl, cases []tenantCase) 
 	for _, tc := range cases {
 		// By labels: the cluster may be gone already.
 		ns := strings.TrimPrefix(strings.TrimSpace(admin.Run("", "get", "namespaces", "-l",
-			provisioner.ClusterLabel+"="+tc.name+","+provisioner.ClusterNamespaceLabel+"=default", "-o", "name").Stdout), "namespace/")
+			v1alpha1.ClusterLabel+"="+tc.name+","+provisioner.ClusterNamespaceLabel+"=default", "-o", "name").Stdout), "namespace/")
 		for _, args := range [][]string{
 			{"get", "pods", "-n", ns, "-o", "wide"},
 			{"describe", "nc", tc.name, "-n", "default"},

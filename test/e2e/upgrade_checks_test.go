@@ -12,11 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
-	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/test/framework"
 )
 
-var upgradeOrder = []string{provisioner.ComponentAPIServer, provisioner.ComponentControllerManager, provisioner.ComponentScheduler}
+var upgradeOrder = []string{v1alpha1.ComponentAPIServer, v1alpha1.ComponentControllerManager, v1alpha1.ComponentScheduler}
 
 // checkUpgradeStatus checks the recorded history of a finished upgrade and
 // returns each step's duration.
@@ -61,7 +60,7 @@ func checkPodOrder(t *testing.T, e *upgradeEnv, ns string) {
 	t.Helper()
 	var prev time.Time
 	for _, comp := range upgradeOrder {
-		out := e.admin.MustRun(t, "", "get", "pods", "-n", ns, "-l", provisioner.ComponentLabel+"="+comp,
+		out := e.admin.MustRun(t, "", "get", "pods", "-n", ns, "-l", v1alpha1.ComponentLabel+"="+comp,
 			"-o", "jsonpath={range .items[*]}{.metadata.creationTimestamp} {.spec.containers[0].image}{\"\\n\"}{end}")
 		var newest time.Time
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {

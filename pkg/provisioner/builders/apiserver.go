@@ -15,7 +15,7 @@ import (
 // (so /scale and HPA find them), the Service that exposes it per
 // spec.apiServer.service and, with more than one replica, a PDB.
 func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
-	const component = provisioner.ComponentAPIServer
+	const component = v1alpha1.ComponentAPIServer
 	spec := &nc.Spec.APIServer
 	replicas, err := replicasOf(spec.Replicas, "spec.apiServer.replicas")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/registry/nestedcluster"
 )
@@ -160,7 +161,7 @@ func TestPodTemplateMergeKeepsGeneratedContainer(t *testing.T) {
 	nc := cluster(func(nc *capn.NestedCluster) {
 		nc.Spec.APIServer.PodTemplate = &corev1.PodTemplateSpec{}
 		tpl := nc.Spec.APIServer.PodTemplate
-		tpl.Labels = map[string]string{"extra": "yes", provisioner.ComponentLabel: "hijacked"}
+		tpl.Labels = map[string]string{"extra": "yes", v1alpha1.ComponentLabel: "hijacked"}
 		tpl.Annotations = map[string]string{provisioner.VersionAnnotation: "v9.9.9"}
 		tpl.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
 		tpl.Spec.Containers = []corev1.Container{
@@ -198,7 +199,7 @@ func TestPodTemplateMergeKeepsGeneratedContainer(t *testing.T) {
 	if len(got.Spec.Tolerations) != 0 {
 		t.Errorf("tolerations %v: placement is the provider's", got.Spec.Tolerations)
 	}
-	if got.Labels["extra"] != "yes" || got.Labels[provisioner.ComponentLabel] != "kube-apiserver" {
+	if got.Labels["extra"] != "yes" || got.Labels[v1alpha1.ComponentLabel] != "kube-apiserver" {
 		t.Errorf("labels = %v: want the user's added and capn's kept", got.Labels)
 	}
 	if got.Annotations[provisioner.VersionAnnotation] != "v1.37.2" {
@@ -227,7 +228,7 @@ func TestAPIServerPodsMatchScaleSelector(t *testing.T) {
 		if _, isNS := o.(*corev1.Namespace); !isNS && o.GetNamespace() != ns {
 			t.Errorf("%T %s in namespace %q, want %q", o, o.GetName(), o.GetNamespace(), ns)
 		}
-		if o.GetLabels()[provisioner.ClusterLabel] != "demo" || o.GetLabels()[provisioner.ManagedByLabel] != "capn" {
+		if o.GetLabels()[v1alpha1.ClusterLabel] != "demo" || o.GetLabels()[provisioner.ManagedByLabel] != "capn" {
 			t.Errorf("%T %s labels %v lack capn's", o, o.GetName(), o.GetLabels())
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
 )
@@ -13,7 +14,7 @@ import (
 // the cluster CA key (it signs CSRs) and the service-account key.
 func ControllerManager(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	return controller(nc, p, controllerSpec{
-		component: provisioner.ComponentControllerManager,
+		component: v1alpha1.ComponentControllerManager,
 		name:      provisioner.ControllerManagerName,
 		field:     "spec.controllerManager.replicas",
 		spec:      &nc.Spec.ControllerManager,
@@ -34,7 +35,7 @@ func ControllerManager(nc *capn.NestedCluster, p Params) ([]Object, error) {
 // ConfigMap, a Deployment (and a PDB with more than one replica).
 func Scheduler(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	return controller(nc, p, controllerSpec{
-		component: provisioner.ComponentScheduler,
+		component: v1alpha1.ComponentScheduler,
 		name:      provisioner.SchedulerName,
 		field:     "spec.scheduler.replicas",
 		spec:      &nc.Spec.Scheduler,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
 )
@@ -70,7 +71,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 			return nil, fmt.Errorf("spec.etcd.managed.storage.size is required for %s", m.Storage.Type)
 		}
 		claims = []corev1.PersistentVolumeClaim{{
-			ObjectMeta: metav1.ObjectMeta{Name: etcdDataVolume, Labels: provisioner.ComponentLabels(nc, provisioner.ComponentEtcd)},
+			ObjectMeta: metav1.ObjectMeta{Name: etcdDataVolume, Labels: provisioner.ComponentLabels(nc, v1alpha1.ComponentEtcd)},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: *size}},
@@ -96,7 +97,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 		image = DefaultEtcdImage
 	}
 	c := corev1.Container{
-		Name:    provisioner.ComponentEtcd,
+		Name:    v1alpha1.ComponentEtcd,
 		Image:   image,
 		Command: []string{"etcd"},
 		Args:    profiles.EtcdFlags(in).Args(),
@@ -124,19 +125,19 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	if claims == nil {
 		volumes = append(volumes, data)
 	}
-	spec := podSpec(nc, provisioner.ComponentEtcd, c, volumes)
+	spec := podSpec(nc, v1alpha1.ComponentEtcd, c, volumes)
 	if m.Resources != nil {
 		spec.Containers[0].Resources = *m.Resources.DeepCopy()
 	}
 	// No certs-hash or version annotation: etcd re-reads its certificates
 	// on every handshake, and a version upgrade must not roll it.
-	tpl := podTemplate(nc, provisioner.ComponentEtcd, nil, spec)
+	tpl := podTemplate(nc, v1alpha1.ComponentEtcd, nil, spec)
 	place(&tpl.Spec, p.Placement)
 
-	selector := provisioner.SelectorLabels(nc, provisioner.ComponentEtcd)
+	selector := provisioner.SelectorLabels(nc, v1alpha1.ComponentEtcd)
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: objectMeta(nc, p, provisioner.EtcdName, provisioner.ComponentEtcd),
+		ObjectMeta: objectMeta(nc, p, provisioner.EtcdName, v1alpha1.ComponentEtcd),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To(replicas),
 			Selector:    &metav1.LabelSelector{MatchLabels: selector},
@@ -151,7 +152,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	}
 	client := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: objectMeta(nc, p, provisioner.EtcdName, provisioner.ComponentEtcd),
+		ObjectMeta: objectMeta(nc, p, provisioner.EtcdName, v1alpha1.ComponentEtcd),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: selector,
@@ -160,7 +161,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	}
 	headless := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: objectMeta(nc, p, provisioner.EtcdHeadlessServiceName, provisioner.ComponentEtcd),
+		ObjectMeta: objectMeta(nc, p, provisioner.EtcdHeadlessServiceName, v1alpha1.ComponentEtcd),
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  selector,
@@ -172,6 +173,6 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 			},
 		},
 	}
-	pdb := podDisruptionBudget(nc, p, provisioner.EtcdName, provisioner.ComponentEtcd, replicas)
+	pdb := podDisruptionBudget(nc, p, provisioner.EtcdName, v1alpha1.ComponentEtcd, replicas)
 	return appendObjects(nil, pdb, headless, client, sts), nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -56,7 +57,7 @@ func TestExternalEtcd(t *testing.T) {
 		}}
 	}))
 	for _, o := range objs {
-		if o.GetLabels()[provisioner.ComponentLabel] == provisioner.ComponentEtcd {
+		if o.GetLabels()[v1alpha1.ComponentLabel] == v1alpha1.ComponentEtcd {
 			t.Errorf("external etcd: unexpected %T %s", o, o.GetName())
 		}
 	}

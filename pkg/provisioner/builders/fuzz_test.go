@@ -17,8 +17,8 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/install"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
-	"capn.dev/capn/pkg/provisioner"
 )
 
 // maxFuzzTemplate bounds one pod template: far above what validation lets
@@ -30,9 +30,9 @@ const maxFuzzTemplate = 64 << 10
 var fuzzComponents = []struct {
 	field, name string // spec field, component (= container and Deployment name)
 }{
-	{"apiServer", provisioner.ComponentAPIServer},
-	{"controllerManager", provisioner.ComponentControllerManager},
-	{"scheduler", provisioner.ComponentScheduler},
+	{"apiServer", v1alpha1.ComponentAPIServer},
+	{"controllerManager", v1alpha1.ComponentControllerManager},
+	{"scheduler", v1alpha1.ComponentScheduler},
 }
 
 // fuzzTemplateSeeds are pod templates for controllerManager (component 1):
@@ -167,7 +167,7 @@ var fuzzDecoder = func() runtime.Decoder {
 func componentTemplate(t testing.TB, objs []Object, component string) *corev1.PodTemplateSpec {
 	t.Helper()
 	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok && d.Spec.Template.Labels[provisioner.ComponentLabel] == component {
+		if d, ok := o.(*appsv1.Deployment); ok && d.Spec.Template.Labels[v1alpha1.ComponentLabel] == component {
 			return &d.Spec.Template
 		}
 	}

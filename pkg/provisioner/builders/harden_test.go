@@ -3,13 +3,12 @@ package builders
 import (
 	"testing"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-
-	"capn.dev/capn/pkg/provisioner"
 )
 
 // A pod template stored before the allow-list (validation ratchets, so it
@@ -23,7 +22,7 @@ func TestMergeKeepsHardening(t *testing.T) {
 		SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}},
 		Containers: []corev1.Container{
 			{Name: "side", Image: "example.com/side:1", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}},
-			{Name: provisioner.ComponentAPIServer, SecurityContext: &corev1.SecurityContext{
+			{Name: v1alpha1.ComponentAPIServer, SecurityContext: &corev1.SecurityContext{
 				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"NET_ADMIN"}, Add: []corev1.Capability{"SYS_ADMIN"}},
 				AllowPrivilegeEscalation: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(false)}},
 		},

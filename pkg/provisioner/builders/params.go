@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
 	"capn.dev/capn/pkg/versions"
@@ -112,11 +113,11 @@ type ComponentVersions struct {
 func (v ComponentVersions) For(nc *capn.NestedCluster, component string) string {
 	var pinned string
 	switch component {
-	case provisioner.ComponentAPIServer:
+	case v1alpha1.ComponentAPIServer:
 		pinned = v.APIServer
-	case provisioner.ComponentControllerManager:
+	case v1alpha1.ComponentControllerManager:
 		pinned = v.ControllerManager
-	case provisioner.ComponentScheduler:
+	case v1alpha1.ComponentScheduler:
 		pinned = v.Scheduler
 	}
 	if pinned == "" {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
 )
@@ -27,10 +28,10 @@ const secretMode = int32(0o440)
 // Default requests, near the measured RSS of each component on an idle
 // control plane; no limits, so a busy tenant is slowed rather than killed.
 var defaultResources = map[string]corev1.ResourceList{
-	provisioner.ComponentEtcd:              requests("50m", "64Mi"),
-	provisioner.ComponentAPIServer:         requests("100m", "256Mi"),
-	provisioner.ComponentControllerManager: requests("50m", "128Mi"),
-	provisioner.ComponentScheduler:         requests("25m", "64Mi"),
+	v1alpha1.ComponentEtcd:              requests("50m", "64Mi"),
+	v1alpha1.ComponentAPIServer:         requests("100m", "256Mi"),
+	v1alpha1.ComponentControllerManager: requests("50m", "128Mi"),
+	v1alpha1.ComponentScheduler:         requests("25m", "64Mi"),
 }
 
 func requests(cpu, mem string) corev1.ResourceList {

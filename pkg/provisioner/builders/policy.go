@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -77,7 +78,7 @@ func defaultDenyNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.Ne
 // address no podSelector matches). A single member uses its pod IP and
 // gets no DNS.
 func etcdNetworkPolicy(nc *capn.NestedCluster, p Params, m *capn.ManagedEtcd) *networkingv1.NetworkPolicy {
-	const component = provisioner.ComponentEtcd
+	const component = v1alpha1.ComponentEtcd
 	etcd := componentPeer(nc, component)
 	egress := []networkingv1.NetworkPolicyEgressRule{{
 		To: []networkingv1.NetworkPolicyPeer{etcd}, Ports: tcpPorts(profiles.EtcdPeerPort),
@@ -91,7 +92,7 @@ func etcdNetworkPolicy(nc *capn.NestedCluster, p Params, m *capn.ManagedEtcd) *n
 		PodSelector: podSelector(nc, component),
 		PolicyTypes: bothPolicyTypes,
 		Ingress: []networkingv1.NetworkPolicyIngressRule{
-			{From: []networkingv1.NetworkPolicyPeer{componentPeer(nc, provisioner.ComponentAPIServer)}, Ports: tcpPorts(profiles.EtcdClientPort)},
+			{From: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.EtcdClientPort)},
 			{From: []networkingv1.NetworkPolicyPeer{etcd}, Ports: tcpPorts(profiles.EtcdPeerPort)},
 		},
 		Egress: egress,
@@ -118,7 +119,7 @@ const dnsPort = 53
 // bounded by what the tenant may configure, not by the network. Etcd's
 // policy is what keeps other pods away from etcd.
 func apiServerNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.NetworkPolicy {
-	const component = provisioner.ComponentAPIServer
+	const component = v1alpha1.ComponentAPIServer
 	return networkPolicy(objectMeta(nc, p, provisioner.APIServerName, component), networkingv1.NetworkPolicySpec{
 		PodSelector: podSelector(nc, component),
 		PolicyTypes: bothPolicyTypes,
@@ -142,16 +143,16 @@ func apiServerNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.Netw
 func controllersNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.NetworkPolicy {
 	return networkPolicy(namespacedMeta(nc, p, NetworkPolicyControllers), networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{
-			MatchLabels: map[string]string{provisioner.ClusterLabel: nc.Name},
+			MatchLabels: map[string]string{v1alpha1.ClusterLabel: nc.Name},
 			MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key:      provisioner.ComponentLabel,
+				Key:      v1alpha1.ComponentLabel,
 				Operator: metav1.LabelSelectorOpIn,
-				Values:   []string{provisioner.ComponentControllerManager, provisioner.ComponentScheduler},
+				Values:   []string{v1alpha1.ComponentControllerManager, v1alpha1.ComponentScheduler},
 			}},
 		},
 		PolicyTypes: bothPolicyTypes,
 		Egress: []networkingv1.NetworkPolicyEgressRule{{
-			To:    []networkingv1.NetworkPolicyPeer{componentPeer(nc, provisioner.ComponentAPIServer)},
+			To:    []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)},
 			Ports: tcpPorts(profiles.APIServerPort),
 		}},
 	})

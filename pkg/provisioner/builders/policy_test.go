@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -459,10 +460,10 @@ func TestEtcdPolicyAdmitsOnlySameNamespaceAPIServer(t *testing.T) {
 // allow policy of its component; allow policies come before default-deny.
 func TestNetworkPoliciesCoverEveryPod(t *testing.T) {
 	want := map[string]string{
-		provisioner.ComponentEtcd:              provisioner.EtcdName,
-		provisioner.ComponentAPIServer:         provisioner.APIServerName,
-		provisioner.ComponentControllerManager: NetworkPolicyControllers,
-		provisioner.ComponentScheduler:         NetworkPolicyControllers,
+		v1alpha1.ComponentEtcd:              provisioner.EtcdName,
+		v1alpha1.ComponentAPIServer:         provisioner.APIServerName,
+		v1alpha1.ComponentControllerManager: NetworkPolicyControllers,
+		v1alpha1.ComponentScheduler:         NetworkPolicyControllers,
 	}
 	for name, c := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {
@@ -493,7 +494,7 @@ func TestNetworkPoliciesCoverEveryPod(t *testing.T) {
 						matched = append(matched, np.Name)
 					}
 				}
-				assert.ElementsMatch(t, []string{NetworkPolicyDefaultDeny, want[l[provisioner.ComponentLabel]]}, matched, o.GetName())
+				assert.ElementsMatch(t, []string{NetworkPolicyDefaultDeny, want[l[v1alpha1.ComponentLabel]]}, matched, o.GetName())
 			}
 		})
 	}

@@ -13,13 +13,12 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
-	"capn.dev/capn/pkg/provisioner"
 )
 
 // imageOrder is the order components are blamed in: the first one that
 // cannot start holds up the ones after it anyway.
 // etcd, which no upgrade touches, comes first.
-var imageOrder = append([]string{provisioner.ComponentEtcd}, upgradeOrder...)
+var imageOrder = v1alpha1.Components()
 
 // maxImageMessage bounds the kubelet's message copied into the condition:
 // it quotes the registry's error, whose length capn does not control.
@@ -30,7 +29,7 @@ const maxImageMessage = 256
 // while some component is not rolled out, so a steady cluster costs no
 // LIST.
 func (c *Controller) imagesCondition(ctx context.Context, in *capn.NestedCluster, ns string) (metav1.Condition, error) {
-	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{provisioner.ClusterLabel: in.Name}))
+	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: in.Name}))
 	if err != nil {
 		return metav1.Condition{}, fmt.Errorf("listing pods in %s: %w", ns, err)
 	}
@@ -59,7 +58,7 @@ func imagePullCondition(pods []corev1.Pod) metav1.Condition {
 		}
 		for _, s := range containerStatuses(p) {
 			if w := s.State.Waiting; w != nil && slices.Contains(v1alpha1.ImagePullReasons, w.Reason) {
-				found = append(found, problem{p.Labels[provisioner.ComponentLabel], p.Name, s})
+				found = append(found, problem{p.Labels[v1alpha1.ComponentLabel], p.Name, s})
 			}
 		}
 	}

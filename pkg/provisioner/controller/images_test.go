@@ -12,13 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
-	"capn.dev/capn/pkg/provisioner"
 )
 
 // waitingPod is a component pod whose only container waits with reason.
 func waitingPod(name, component, image, reason, message string) corev1.Pod {
 	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{provisioner.ClusterLabel: "demo", provisioner.ComponentLabel: component}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.ClusterLabel: "demo", v1alpha1.ComponentLabel: component}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 			Name: component, Image: image,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}},
@@ -28,9 +27,9 @@ func waitingPod(name, component, image, reason, message string) corev1.Pod {
 
 func TestImagePullConditionNamesComponentImageAndReason(t *testing.T) {
 	pods := []corev1.Pod{
-		waitingPod("kube-scheduler-b", provisioner.ComponentScheduler, "registry.k8s.io/kube-scheduler:v1.36.3", "ImagePullBackOff", "Back-off pulling image"),
-		waitingPod("kube-apiserver-a", provisioner.ComponentAPIServer, "registry.k8s.io/kube-apiserver:v1.36.3", "ErrImageNeverPull", `Container image "registry.k8s.io/kube-apiserver:v1.36.3" is not present with pull policy of Never`),
-		waitingPod("etcd-0", provisioner.ComponentEtcd, "registry.k8s.io/etcd:3.7.0-0", "ContainerCreating", ""),
+		waitingPod("kube-scheduler-b", v1alpha1.ComponentScheduler, "registry.k8s.io/kube-scheduler:v1.36.3", "ImagePullBackOff", "Back-off pulling image"),
+		waitingPod("kube-apiserver-a", v1alpha1.ComponentAPIServer, "registry.k8s.io/kube-apiserver:v1.36.3", "ErrImageNeverPull", `Container image "registry.k8s.io/kube-apiserver:v1.36.3" is not present with pull policy of Never`),
+		waitingPod("etcd-0", v1alpha1.ComponentEtcd, "registry.k8s.io/etcd:3.7.0-0", "ContainerCreating", ""),
 	}
 	c := imagePullCondition(pods)
 	assert.Equal(t, v1alpha1.ConditionImagesAvailable, c.Type)
@@ -42,8 +41,8 @@ func TestImagePullConditionNamesComponentImageAndReason(t *testing.T) {
 }
 
 func TestImagePullConditionTrueWithoutPullProblems(t *testing.T) {
-	crash := waitingPod("kube-apiserver-a", provisioner.ComponentAPIServer, "img", "CrashLoopBackOff", "back-off restarting")
-	gone := waitingPod("kube-apiserver-b", provisioner.ComponentAPIServer, "img", "ImagePullBackOff", "")
+	crash := waitingPod("kube-apiserver-a", v1alpha1.ComponentAPIServer, "img", "CrashLoopBackOff", "back-off restarting")
+	gone := waitingPod("kube-apiserver-b", v1alpha1.ComponentAPIServer, "img", "ImagePullBackOff", "")
 	gone.DeletionTimestamp = &metav1.Time{}
 	c := imagePullCondition([]corev1.Pod{crash, gone})
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
@@ -52,7 +51,7 @@ func TestImagePullConditionTrueWithoutPullProblems(t *testing.T) {
 
 func TestImagePullConditionBoundsTheKubeletMessage(t *testing.T) {
 	long := strings.Repeat("é", 1000) // the registry's error text is not capn's to size
-	c := imagePullCondition([]corev1.Pod{waitingPod("p", provisioner.ComponentEtcd, "img", "ErrImagePull", long)})
+	c := imagePullCondition([]corev1.Pod{waitingPod("p", v1alpha1.ComponentEtcd, "img", "ErrImagePull", long)})
 	_, msg, ok := strings.Cut(c.Message, "ErrImagePull: ")
 	require.True(t, ok, c.Message)
 	assert.LessOrEqual(t, len(msg), maxImageMessage+len("…"))
@@ -67,7 +66,7 @@ func TestStatusReportsMissingImage(t *testing.T) {
 	f := newFixture(t, testCluster())
 	f.sync()
 	ns := managementNamespace(f.nc)
-	pod := waitingPod("kube-controller-manager-x", provisioner.ComponentControllerManager, "registry.k8s.io/kube-controller-manager:v1.37.2", "ErrImageNeverPull", "not present")
+	pod := waitingPod("kube-controller-manager-x", v1alpha1.ComponentControllerManager, "registry.k8s.io/kube-controller-manager:v1.37.2", "ErrImageNeverPull", "not present")
 	pod.Namespace = ns
 	_, err := f.kube.CoreV1().Pods(ns).Create(context.Background(), &pod, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -57,7 +57,7 @@ func TestNamespaceLabelsRestored(t *testing.T) {
 func TestNamespaceOfAnotherOwnerRefused(t *testing.T) {
 	for name, labels := range map[string]map[string]string{
 		"unlabelled": nil,
-		"other uid": {provisioner.OwnerUIDLabel: "0000", provisioner.ClusterLabel: "demo",
+		"other uid": {provisioner.OwnerUIDLabel: "0000", v1alpha1.ClusterLabel: "demo",
 			provisioner.ClusterNamespaceLabel: "team-a", provisioner.ManagedByLabel: provisioner.ManagedByValue},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestLegacyNamespaceKept(t *testing.T) {
 	nc := testCluster()
 	legacyName := provisioner.LegacyNamespace(ownerOf(nc))
 	legacy := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: legacyName, Labels: map[string]string{provisioner.ClusterLabel: "demo",
+		ObjectMeta: metav1.ObjectMeta{Name: legacyName, Labels: map[string]string{v1alpha1.ClusterLabel: "demo",
 			provisioner.ClusterNamespaceLabel: "team-a", provisioner.ManagedByLabel: provisioner.ManagedByValue}}}
 	f := newFixture(t, nc, legacy)
 	f.sync()
@@ -104,7 +104,7 @@ func TestLegacyNamespaceKept(t *testing.T) {
 func TestLegacyNamespaceOfAnotherClusterNotAdopted(t *testing.T) {
 	nc := testCluster()
 	victim := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: provisioner.LegacyNamespace(ownerOf(nc)), Labels: map[string]string{provisioner.ClusterLabel: "victim",
+		ObjectMeta: metav1.ObjectMeta{Name: provisioner.LegacyNamespace(ownerOf(nc)), Labels: map[string]string{v1alpha1.ClusterLabel: "victim",
 			provisioner.ClusterNamespaceLabel: "team-v", provisioner.ManagedByLabel: provisioner.ManagedByValue}}}
 	f := newFixture(t, nc, victim)
 	f.sync()

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -37,7 +38,7 @@ func TestPKIIssuedOnceAndKept(t *testing.T) {
 			t.Errorf("secret %s not created", name)
 			continue
 		}
-		if s.Labels[provisioner.ClusterLabel] != "demo" {
+		if s.Labels[v1alpha1.ClusterLabel] != "demo" {
 			t.Errorf("secret %s lacks owner labels: %v", name, s.Labels)
 		}
 	}

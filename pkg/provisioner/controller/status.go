@@ -66,7 +66,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	st.ObservedGeneration = nc.Generation
 	st.Etcd, st.APIServer, st.ControllerManager, st.Scheduler = etcd.status, api.status, kcm.status, sched.status
 	st.Replicas = api.status.Replicas
-	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(in, provisioner.ComponentAPIServer)).String()
+	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(in, v1alpha1.ComponentAPIServer)).String()
 	// The load balancer when there is one; else the ClusterIP, which works
 	// without cluster DNS from pods and nodes. Both are in the certificate.
 	st.Endpoint = builders.APIServerEndpoint(in, p)
@@ -173,7 +173,7 @@ func componentStatus(replicas, ready, updated int32, tpl corev1.PodTemplateSpec)
 		Version: tpl.Annotations[provisioner.VersionAnnotation]}
 	// By name, never by position: a pod template may list a sidecar first.
 	for _, c := range tpl.Spec.Containers {
-		if c.Name == tpl.Labels[provisioner.ComponentLabel] {
+		if c.Name == tpl.Labels[v1alpha1.ComponentLabel] {
 			cs.Image = c.Image
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/reference"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -61,7 +62,7 @@ func (f *sweepFixture) exists(name string) bool {
 }
 
 func managementNS(name, ownerUID string) *corev1.Namespace {
-	l := map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue, provisioner.ClusterLabel: "x", provisioner.ClusterNamespaceLabel: "team-x"}
+	l := map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue, v1alpha1.ClusterLabel: "x", provisioner.ClusterNamespaceLabel: "team-x"}
 	if ownerUID != "" {
 		l[provisioner.OwnerUIDLabel] = ownerUID
 	}

@@ -9,7 +9,6 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
-	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/versions"
 )
@@ -51,8 +50,8 @@ import (
 // before the upgrade halts with Degraded (Options.UpgradeStepTimeout).
 const DefaultUpgradeStepTimeout = 10 * time.Minute
 
-// upgradeOrder is the forward order; etcd is deliberately absent.
-var upgradeOrder = []string{provisioner.ComponentAPIServer, provisioner.ComponentControllerManager, provisioner.ComponentScheduler}
+// upgradeOrder is the forward order (etcd is not upgraded).
+var upgradeOrder = v1alpha1.UpgradeOrder()
 
 // componentState is one kube-* component as the live Deployment shows it.
 type componentState struct {
@@ -171,9 +170,9 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 // observeComponents reads the kube-* Deployments in upgradeOrder.
 func (c *Controller) observeComponents(ctx context.Context, in *capn.NestedCluster, ns string) ([]*componentState, error) {
 	replicas := map[string]*int32{
-		provisioner.ComponentAPIServer:         in.Spec.APIServer.Replicas,
-		provisioner.ComponentControllerManager: in.Spec.ControllerManager.Replicas,
-		provisioner.ComponentScheduler:         in.Spec.Scheduler.Replicas,
+		v1alpha1.ComponentAPIServer:         in.Spec.APIServer.Replicas,
+		v1alpha1.ComponentControllerManager: in.Spec.ControllerManager.Replicas,
+		v1alpha1.ComponentScheduler:         in.Spec.Scheduler.Replicas,
 	}
 	out := make([]*componentState, 0, len(upgradeOrder))
 	for _, name := range upgradeOrder {
@@ -241,11 +240,11 @@ func lastStep(st *v1alpha1.UpgradeStatus, component string) *v1alpha1.UpgradeSte
 
 func setVersion(v *builders.ComponentVersions, component, version string) {
 	switch component {
-	case provisioner.ComponentAPIServer:
+	case v1alpha1.ComponentAPIServer:
 		v.APIServer = version
-	case provisioner.ComponentControllerManager:
+	case v1alpha1.ComponentControllerManager:
 		v.ControllerManager = version
-	case provisioner.ComponentScheduler:
+	case v1alpha1.ComponentScheduler:
 		v.Scheduler = version
 	}
 }

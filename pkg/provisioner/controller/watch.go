@@ -8,6 +8,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -70,10 +71,10 @@ func (c *Controller) enqueueOwner(obj any) {
 		}
 	}
 	l := m.GetLabels()
-	if l[provisioner.ManagedByLabel] != provisioner.ManagedByValue || l[provisioner.ClusterLabel] == "" || l[provisioner.ClusterNamespaceLabel] == "" {
+	if l[provisioner.ManagedByLabel] != provisioner.ManagedByValue || l[v1alpha1.ClusterLabel] == "" || l[provisioner.ClusterNamespaceLabel] == "" {
 		return
 	}
-	c.queue.Add(l[provisioner.ClusterNamespaceLabel] + "/" + l[provisioner.ClusterLabel])
+	c.queue.Add(l[provisioner.ClusterNamespaceLabel] + "/" + l[v1alpha1.ClusterLabel])
 }
 
 func objectMeta(obj any) (metav1.Object, error) {

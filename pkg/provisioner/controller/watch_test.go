@@ -9,12 +9,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
 func TestEnqueueOwner(t *testing.T) {
 	owned := map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue,
-		provisioner.ClusterLabel: "demo", provisioner.ClusterNamespaceLabel: "team-a"}
+		v1alpha1.ClusterLabel: "demo", provisioner.ClusterNamespaceLabel: "team-a"}
 	for _, tc := range []struct {
 		name string
 		obj  any
@@ -23,13 +24,13 @@ func TestEnqueueOwner(t *testing.T) {
 		{"deployment", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "capn-team-a-demo-x", Labels: owned}}, "team-a/demo"},
 		// The owner comes from the namespace, not the object's labels.
 		{"mislabelled object in a management namespace", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "capn-team-a-demo-x",
-			Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue, provisioner.ClusterLabel: "victim", provisioner.ClusterNamespaceLabel: "team-v"}}}, "team-a/demo"},
+			Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue, v1alpha1.ClusterLabel: "victim", provisioner.ClusterNamespaceLabel: "team-v"}}}, "team-a/demo"},
 		// The finding: a tenant labels a Service in its own namespace as a
 		// victim's; capn must not act on the victim for it.
 		{"spoofed labels in a tenant namespace", &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b",
-			Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue, provisioner.ClusterLabel: "victim", provisioner.ClusterNamespaceLabel: "team-v"}}}, ""},
+			Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue, v1alpha1.ClusterLabel: "victim", provisioner.ClusterNamespaceLabel: "team-v"}}}, ""},
 		{"deleted namespace", cache.DeletedFinalStateUnknown{Obj: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: owned}}}, "team-a/demo"},
-		{"not ours", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{provisioner.ClusterLabel: "demo", provisioner.ClusterNamespaceLabel: "team-a"}}}, ""},
+		{"not ours", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.ClusterLabel: "demo", provisioner.ClusterNamespaceLabel: "team-a"}}}, ""},
 		{"no owner", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue}}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

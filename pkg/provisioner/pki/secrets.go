@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
 )
@@ -29,8 +30,8 @@ const (
 	SchedulerUser              = "system:kube-scheduler"
 	etcdServerCommonName       = "etcd"
 	etcdPeerCommonName         = "etcd-peer"
-	controllerManagerServingCN = provisioner.ComponentControllerManager
-	schedulerServingCN         = provisioner.ComponentScheduler
+	controllerManagerServingCN = v1alpha1.ComponentControllerManager
+	schedulerServingCN         = v1alpha1.ComponentScheduler
 )
 
 // Inputs are what the certificates depend on besides the CAs. Every SAN

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
-	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/versions"
 )
 
@@ -98,16 +98,16 @@ func For(v versions.Version) (Profile, error) {
 }
 
 // Flags renders the base flags of a kube-* component
-// (provisioner.ComponentAPIServer, ...ControllerManager, ...Scheduler).
+// (v1alpha1.ComponentAPIServer, ...ControllerManager, ...Scheduler).
 // etcd is not here: see EtcdFlags.
 func (p Profile) Flags(component string, in Params) (Flags, error) {
 	var f Flags
 	switch component {
-	case provisioner.ComponentAPIServer:
+	case v1alpha1.ComponentAPIServer:
 		f = apiServerFlags(in)
-	case provisioner.ComponentControllerManager:
+	case v1alpha1.ComponentControllerManager:
 		f = controllerManagerFlags(in)
-	case provisioner.ComponentScheduler:
+	case v1alpha1.ComponentScheduler:
 		f = schedulerFlags(in)
 	default:
 		return nil, fmt.Errorf("no flag profile for component %q", component)
@@ -152,13 +152,13 @@ func Merge(component string, base Flags, extra map[string]string) (Flags, error)
 // on when changed. Every generated flag is either owned (validation) or
 // listed here; a test keeps it so.
 var Overridable = map[string][]string{
-	provisioner.ComponentAPIServer: {
+	v1alpha1.ComponentAPIServer: {
 		"advertise-address", "allow-privileged", "enable-admission-plugins",
 		"enable-aggregator-routing", "kubelet-preferred-address-types", "profiling",
 		"shutdown-delay-duration", "shutdown-send-retry-after",
 	},
-	provisioner.ComponentControllerManager: {
+	v1alpha1.ComponentControllerManager: {
 		"allocate-node-cidrs", "controllers", "profiling", "use-service-account-credentials",
 	},
-	provisioner.ComponentScheduler: {},
+	v1alpha1.ComponentScheduler: {},
 }

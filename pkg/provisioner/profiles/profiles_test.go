@@ -13,14 +13,14 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
-	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/versions"
 )
 
 var _ = flag.Bool("update", false, "rewrite golden files (builders only)")
 
-var kubeComponents = []string{provisioner.ComponentAPIServer, provisioner.ComponentControllerManager, provisioner.ComponentScheduler}
+var kubeComponents = []string{v1alpha1.ComponentAPIServer, v1alpha1.ComponentControllerManager, v1alpha1.ComponentScheduler}
 
 func sampleParams(leaderElect bool) Params {
 	return Params{
@@ -60,17 +60,17 @@ func TestEverySupportedMinorHasAProfile(t *testing.T) {
 			t.Errorf("For(%s) succeeded, want an error", bad)
 		}
 	}
-	if _, err := (Profile{}).Flags(provisioner.ComponentEtcd, Params{}); err == nil {
+	if _, err := (Profile{}).Flags(v1alpha1.ComponentEtcd, Params{}); err == nil {
 		t.Error("etcd flags must not come from a per-minor profile")
 	}
 }
 
 func TestOverridesApply(t *testing.T) {
 	p := Profile{Minor: 99, o: override{
-		set:   map[string]Flags{provisioner.ComponentAPIServer: {"new-flag": "x", "profiling": "true"}},
-		unset: map[string][]string{provisioner.ComponentAPIServer: {"enable-aggregator-routing"}},
+		set:   map[string]Flags{v1alpha1.ComponentAPIServer: {"new-flag": "x", "profiling": "true"}},
+		unset: map[string][]string{v1alpha1.ComponentAPIServer: {"enable-aggregator-routing"}},
 	}}
-	f, err := p.Flags(provisioner.ComponentAPIServer, sampleParams(false))
+	f, err := p.Flags(v1alpha1.ComponentAPIServer, sampleParams(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestArgsSortedAndRendered(t *testing.T) {
 
 func TestMerge(t *testing.T) {
 	base := Flags{"profiling": "false", "secure-port": "6443"}
-	got, err := Merge(provisioner.ComponentAPIServer, base, map[string]string{"profiling": "true", "v": "3"})
+	got, err := Merge(v1alpha1.ComponentAPIServer, base, map[string]string{"profiling": "true", "v": "3"})
 	if err != nil || got["profiling"] != "true" || got["v"] != "3" || got["secure-port"] != "6443" {
 		t.Errorf("Merge = %v, %v", got, err)
 	}
@@ -102,12 +102,12 @@ func TestMerge(t *testing.T) {
 	for _, tc := range []struct {
 		component, key, want string
 	}{
-		{provisioner.ComponentAPIServer, "secure-port", "managed by capn"},
-		{provisioner.ComponentAPIServer, "service-account-jwks-uri", "managed by capn"},
-		{provisioner.ComponentAPIServer, "authentication-config", "managed by capn"},
-		{provisioner.ComponentScheduler, "profiling", "--config"},
-		{provisioner.ComponentControllerManager, "--v", "bare flag name"},
-		{provisioner.ComponentControllerManager, "v=1 --x", "bare flag name"},
+		{v1alpha1.ComponentAPIServer, "secure-port", "managed by capn"},
+		{v1alpha1.ComponentAPIServer, "service-account-jwks-uri", "managed by capn"},
+		{v1alpha1.ComponentAPIServer, "authentication-config", "managed by capn"},
+		{v1alpha1.ComponentScheduler, "profiling", "--config"},
+		{v1alpha1.ComponentControllerManager, "--v", "bare flag name"},
+		{v1alpha1.ComponentControllerManager, "v=1 --x", "bare flag name"},
 	} {
 		if _, err := Merge(tc.component, base, map[string]string{tc.key: "1"}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Merge(%s, %q): err = %v, want %q", tc.component, tc.key, err, tc.want)
@@ -124,12 +124,12 @@ func TestMerge(t *testing.T) {
 //     (listed below with why capn does not set it).
 func TestGeneratedFlagsAgreeWithOwnedFlags(t *testing.T) {
 	forbidOnly := map[string]map[string]string{
-		provisioner.ComponentAPIServer: {
+		v1alpha1.ComponentAPIServer: {
 			"anonymous-auth":  "replaced by the anonymous section of authentication-config; the two conflict",
 			"cert-dir":        "unused: tls-cert-file/tls-private-key-file are set",
 			"token-auth-file": "static tokens are not supported",
 		},
-		provisioner.ComponentControllerManager: {
+		v1alpha1.ComponentControllerManager: {
 			"cluster-signing-kubelet-serving-cert-file":       "cluster-signing-cert-file covers every signer",
 			"cluster-signing-kubelet-serving-key-file":        "cluster-signing-key-file covers every signer",
 			"cluster-signing-kubelet-client-cert-file":        "cluster-signing-cert-file covers every signer",
@@ -139,7 +139,7 @@ func TestGeneratedFlagsAgreeWithOwnedFlags(t *testing.T) {
 			"cluster-signing-legacy-unknown-cert-file":        "cluster-signing-cert-file covers every signer",
 			"cluster-signing-legacy-unknown-key-file":         "cluster-signing-key-file covers every signer",
 		},
-		provisioner.ComponentScheduler: {
+		v1alpha1.ComponentScheduler: {
 			"kubeconfig":            "set in the --config file; the flag is ignored with --config",
 			"profiling":             "ignored with --config; owned so it is refused instead of silently dropped",
 			"contention-profiling":  "ignored with --config; owned so it is refused instead of silently dropped",
@@ -241,7 +241,7 @@ func TestControllerManagerSkipsInClusterCALookup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := p.Flags(provisioner.ComponentControllerManager, sampleParams(false))
+		f, err := p.Flags(v1alpha1.ComponentControllerManager, sampleParams(false))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
 // replicasPaths maps each served version to the field /scale writes, so
@@ -116,8 +117,8 @@ func scaleFromNestedCluster(nc *capn.NestedCluster) *scalescheme.Scale {
 // NestedCluster; the provisioner stamps it and /scale reports it.
 func APIServerSelector(clusterName string) labels.Set {
 	return labels.Set{
-		"capn.dev/cluster":   clusterName,
-		"capn.dev/component": "kube-apiserver",
+		v1alpha1.ClusterLabel:   clusterName,
+		v1alpha1.ComponentLabel: v1alpha1.ComponentAPIServer,
 	}
 }
 

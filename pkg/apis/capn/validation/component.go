@@ -14,12 +14,6 @@ import (
 	"capn.dev/capn/pkg/apis/capn"
 )
 
-const (
-	componentAPIServer         = "kube-apiserver"
-	componentControllerManager = "kube-controller-manager"
-	componentScheduler         = "kube-scheduler"
-)
-
 // Replicas bounds for the stateless components. They run inside the
 // management cluster and are reached through one Service; beyond a handful,
 // extra replicas only consume management capacity.

@@ -11,6 +11,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
 // maxServiceCIDRBits is kube-apiserver's own limit on an IPv4
@@ -80,7 +81,7 @@ var supportedServiceTypes = []corev1.ServiceType{
 }
 
 func validateAPIServer(s *capn.APIServerSpec, fldPath *field.Path) field.ErrorList {
-	allErrs := validateComponent(&s.ComponentSpec, componentAPIServer, fldPath)
+	allErrs := validateComponent(&s.ComponentSpec, v1alpha1.ComponentAPIServer, fldPath)
 
 	svcPath := fldPath.Child("service")
 	switch {

@@ -1,6 +1,10 @@
 package validation
 
-import "strings"
+import (
+	"strings"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+)
 
 // Reasons shared by several flags, so one wording explains one mechanism.
 const (
@@ -28,7 +32,7 @@ const (
 // the prefix "service-account-" are also owned for kube-apiserver and
 // kube-controller-manager (see OwnedFlag).
 var OwnedFlags = map[string]map[string]string{
-	componentAPIServer: {
+	v1alpha1.ComponentAPIServer: {
 		"etcd-servers":                       "it wires kube-apiserver to its etcd",
 		"etcd-cafile":                        whyEtcdPKI,
 		"etcd-certfile":                      whyEtcdPKI,
@@ -56,7 +60,7 @@ var OwnedFlags = map[string]map[string]string{
 		"authentication-config":              "capn's authentication config limits anonymous access to the health endpoints the kubelet probes",
 		"token-auth-file":                    "static token files are not supported: the file would live in capn's pod",
 	},
-	componentControllerManager: {
+	v1alpha1.ComponentControllerManager: {
 		"kubeconfig":                                      whyKubeconfig,
 		"authentication-kubeconfig":                       whyKubeconfig,
 		"authorization-kubeconfig":                        whyKubeconfig,
@@ -81,7 +85,7 @@ var OwnedFlags = map[string]map[string]string{
 		"secure-port":                                     whySecurePort,
 		"bind-address":                                    whyBindAddress,
 	},
-	componentScheduler: {
+	v1alpha1.ComponentScheduler: {
 		"profiling":                 whyIgnoredWithConfig,
 		"contention-profiling":      whyIgnoredWithConfig,
 		"kube-api-content-type":     whyIgnoredWithConfig,
@@ -109,7 +113,7 @@ func OwnedFlag(component, flag string) (reason string, owned bool) {
 	// A prefix rather than a list: every service-account-* flag (keys,
 	// issuer, token lifetimes) must agree between the two components and
 	// with the keys capn generates, and new ones appear across releases.
-	if (component == componentAPIServer || component == componentControllerManager) &&
+	if (component == v1alpha1.ComponentAPIServer || component == v1alpha1.ComponentControllerManager) &&
 		strings.HasPrefix(flag, "service-account-") {
 		return whyServiceAcct, true
 	}

@@ -3,13 +3,15 @@ package validation
 import (
 	"strings"
 	"testing"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
 func TestOwnedFlag(t *testing.T) {
 	// The flags the control plane cannot work without capn's value for;
 	// a regression here is a tenant able to rewire its own control plane.
 	mustOwn := map[string][]string{
-		componentAPIServer: {
+		v1alpha1.ComponentAPIServer: {
 			"etcd-servers", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-prefix",
 			"tls-cert-file", "tls-private-key-file", "client-ca-file",
 			"kubelet-client-certificate", "kubelet-client-key",
@@ -19,13 +21,13 @@ func TestOwnedFlag(t *testing.T) {
 			"service-cluster-ip-range", "secure-port", "bind-address", "cert-dir",
 			"authorization-mode", "anonymous-auth", "token-auth-file",
 		},
-		componentControllerManager: {
+		v1alpha1.ComponentControllerManager: {
 			"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig", "root-ca-file",
 			"service-account-private-key-file", "cluster-signing-cert-file", "cluster-signing-key-file",
 			"cluster-cidr", "service-cluster-ip-range", "leader-elect",
 			"tls-cert-file", "tls-private-key-file", "secure-port", "bind-address",
 		},
-		componentScheduler: {
+		v1alpha1.ComponentScheduler: {
 			"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig", "leader-elect",
 			"config", "secure-port", "bind-address", "tls-cert-file", "tls-private-key-file",
 		},
@@ -54,18 +56,18 @@ func TestOwnedFlag(t *testing.T) {
 		owned           bool
 		reason          string
 	}{
-		{componentAPIServer, "etcd-servers", true, "it wires kube-apiserver to its etcd"},
-		{componentAPIServer, "service-account-max-token-expiration", true, "service account"},
-		{componentControllerManager, "service-account-anything", true, "service account"},
-		{componentScheduler, "service-account-anything", false, ""},
-		{componentAPIServer, "audit-log-path", false, ""},
-		{componentAPIServer, "v", false, ""},
-		{componentAPIServer, "leader-elect", false, ""},
-		{componentControllerManager, "use-service-account-credentials", false, ""},
-		{componentControllerManager, "cluster-signing-duration", false, ""},
-		{componentControllerManager, "cluster-signing-kubelet-client-key-file", true, ""},
-		{componentScheduler, "leader-elect", true, "replicas > 1"},
-		{componentScheduler, "etcd-servers", false, ""},
+		{v1alpha1.ComponentAPIServer, "etcd-servers", true, "it wires kube-apiserver to its etcd"},
+		{v1alpha1.ComponentAPIServer, "service-account-max-token-expiration", true, "service account"},
+		{v1alpha1.ComponentControllerManager, "service-account-anything", true, "service account"},
+		{v1alpha1.ComponentScheduler, "service-account-anything", false, ""},
+		{v1alpha1.ComponentAPIServer, "audit-log-path", false, ""},
+		{v1alpha1.ComponentAPIServer, "v", false, ""},
+		{v1alpha1.ComponentAPIServer, "leader-elect", false, ""},
+		{v1alpha1.ComponentControllerManager, "use-service-account-credentials", false, ""},
+		{v1alpha1.ComponentControllerManager, "cluster-signing-duration", false, ""},
+		{v1alpha1.ComponentControllerManager, "cluster-signing-kubelet-client-key-file", true, ""},
+		{v1alpha1.ComponentScheduler, "leader-elect", true, "replicas > 1"},
+		{v1alpha1.ComponentScheduler, "etcd-servers", false, ""},
 		{"etcd", "etcd-servers", false, ""},
 	}
 	for _, tc := range cases {

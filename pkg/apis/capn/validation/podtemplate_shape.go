@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,9 +22,9 @@ const (
 
 // componentVolumes are the volumes each component's pod has.
 var componentVolumes = map[string][]string{
-	componentAPIServer:         {PKIVolume, ConfigVolume},
-	componentControllerManager: {PKIVolume},
-	componentScheduler:         {PKIVolume, ConfigVolume},
+	v1alpha1.ComponentAPIServer:         {PKIVolume, ConfigVolume},
+	v1alpha1.ComponentControllerManager: {PKIVolume},
+	v1alpha1.ComponentScheduler:         {PKIVolume, ConfigVolume},
 }
 
 // capnEnvPrefix marks the variables capn sets (profiles.EnvPodIP, ...):

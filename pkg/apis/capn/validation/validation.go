@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/versions"
 )
 
@@ -134,8 +135,8 @@ func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateClusterNetwork(&spec.ClusterNetwork, fldPath.Child("clusterNetwork"))...)
 	allErrs = append(allErrs, validateEtcd(&spec.Etcd, fldPath.Child("etcd"))...)
 	allErrs = append(allErrs, validateAPIServer(&spec.APIServer, fldPath.Child("apiServer"))...)
-	allErrs = append(allErrs, validateComponent(&spec.ControllerManager, componentControllerManager, fldPath.Child("controllerManager"))...)
-	allErrs = append(allErrs, validateComponent(&spec.Scheduler, componentScheduler, fldPath.Child("scheduler"))...)
+	allErrs = append(allErrs, validateComponent(&spec.ControllerManager, v1alpha1.ComponentControllerManager, fldPath.Child("controllerManager"))...)
+	allErrs = append(allErrs, validateComponent(&spec.Scheduler, v1alpha1.ComponentScheduler, fldPath.Child("scheduler"))...)
 	return allErrs
 }
 
@@ -153,9 +154,9 @@ func validateRemovedFlags(spec *capn.NestedClusterSpec, fldPath *field.Path) fie
 		args map[string]string
 		path *field.Path
 	}{
-		{componentAPIServer, spec.APIServer.ExtraArgs, fldPath.Child("apiServer", "extraArgs")},
-		{componentControllerManager, spec.ControllerManager.ExtraArgs, fldPath.Child("controllerManager", "extraArgs")},
-		{componentScheduler, spec.Scheduler.ExtraArgs, fldPath.Child("scheduler", "extraArgs")},
+		{v1alpha1.ComponentAPIServer, spec.APIServer.ExtraArgs, fldPath.Child("apiServer", "extraArgs")},
+		{v1alpha1.ComponentControllerManager, spec.ControllerManager.ExtraArgs, fldPath.Child("controllerManager", "extraArgs")},
+		{v1alpha1.ComponentScheduler, spec.Scheduler.ExtraArgs, fldPath.Child("scheduler", "extraArgs")},
 	} {
 		for _, k := range slices.Sorted(maps.Keys(c.args)) {
 			if m := versions.FlagRemoved(v, c.name, k); m != 0 {

@@ -1,0 +1,35 @@
+package v1alpha1
+
+// Components of a nested control plane, spelled as the ComponentLabel
+// values, the owned-flag tables and status.upgrade.steps name them. Every
+// other package (provisioner, plugin, registry, validation, tests) uses
+// these, so a new component is added in one place.
+const (
+	ComponentEtcd              = "etcd"
+	ComponentAPIServer         = "kube-apiserver"
+	ComponentControllerManager = "kube-controller-manager"
+	ComponentScheduler         = "kube-scheduler"
+)
+
+// Labels on every object and pod capn creates for a NestedCluster. The
+// registry's /scale selector and the provisioner's pods must agree on them.
+const (
+	// ClusterLabel holds the NestedCluster's name.
+	ClusterLabel = "capn.dev/cluster"
+	// ComponentLabel holds one of the Component* names.
+	ComponentLabel = "capn.dev/component"
+)
+
+// UpgradeOrder is the order in which an upgrade rolls the kube-*
+// components; a rollback walks it backwards. etcd is absent on purpose:
+// capn never upgrades a running etcd. A fresh slice each call, so no
+// caller can reorder it for the others.
+func UpgradeOrder() []string {
+	return []string{ComponentAPIServer, ComponentControllerManager, ComponentScheduler}
+}
+
+// Components is every component, in bring-up order (etcd first, then
+// UpgradeOrder). A fresh slice each call.
+func Components() []string {
+	return append([]string{ComponentEtcd}, UpgradeOrder()...)
+}
