@@ -12,6 +12,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
 	scalescheme "k8s.io/client-go/scale/scheme"
 	scaleautoscalingv1 "k8s.io/client-go/scale/scheme/autoscalingv1"
 
@@ -79,6 +80,8 @@ type Config struct {
 	MaxKubeconfigExpiration time.Duration
 	// FinalizerAdminGroups may remove capn's finalizer besides capn itself.
 	FinalizerAdminGroups []string
+	// LivezChecks are added to /livez (the provisioner's).
+	LivezChecks []healthz.HealthChecker
 }
 
 // CompletedConfig can only be made by Complete.
@@ -92,13 +95,14 @@ type completedConfig struct {
 	KubeconfigIssuer        nestedcluster.KubeconfigIssuer
 	MaxKubeconfigExpiration time.Duration
 	FinalizerAdminGroups    []string
+	LivezChecks             []healthz.HealthChecker
 }
 
 // Complete fills in defaults; it mutates the receiver.
 func (c *Config) Complete() CompletedConfig {
 	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete(), PostStartHooks: c.PostStartHooks,
 		KubeconfigIssuer: c.KubeconfigIssuer, MaxKubeconfigExpiration: c.MaxKubeconfigExpiration,
-		FinalizerAdminGroups: c.FinalizerAdminGroups}}
+		FinalizerAdminGroups: c.FinalizerAdminGroups, LivezChecks: c.LivezChecks}}
 }
 
 // Server is a running capn-apiserver.
@@ -132,6 +136,9 @@ func (c completedConfig) New() (*Server, error) {
 			nestedcluster.NewKubeconfigREST(store, c.KubeconfigIssuer, c.MaxKubeconfigExpiration)
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
+		return nil, err
+	}
+	if err := generic.AddLivezChecks(0, c.LivezChecks...); err != nil {
 		return nil, err
 	}
 	for name, hook := range c.PostStartHooks {

@@ -81,7 +81,9 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("management client: %w", err)
 		}
-		out.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{"start-capn-provisioner": o.provisionerHook(mgmt, cfg.ClientConfig)}
+		health := controller.NewHealth()
+		out.LivezChecks = append(out.LivezChecks, health)
+		out.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{"start-capn-provisioner": o.provisionerHook(mgmt, cfg.ClientConfig, health)}
 		// Every replica serves kubeconfigs, not only the provisioning leader:
 		// signing needs only the CA Secret, which the provisioner wrote.
 		out.KubeconfigIssuer = kubeconfigIssuer{&access.Issuer{Management: mgmtClient}}
@@ -94,7 +96,7 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 // kube-aggregator starts its controllers: it needs the loopback client, so
 // it cannot start earlier. core is the kube-apiserver that serves the
 // NestedClusters' namespaces, where their Events belong (nil: management).
-func (o *Options) provisionerHook(mgmt, core *rest.Config) genericapiserver.PostStartHookFunc {
+func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.Health) genericapiserver.PostStartHookFunc {
 	return func(hctx genericapiserver.PostStartHookContext) error {
 		cfg := controller.RunConfig{
 			Capn:                 hctx.LoopbackClientConfig,
@@ -105,6 +107,7 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config) genericapiserver.Post
 			RenewalThreshold:     o.CertRenewalThreshold,
 			UpgradeStepTimeout:   o.UpgradeStepTimeout,
 			Workers:              o.Workers,
+			Health:               health,
 		}
 		if o.OrphanSweep {
 			cfg.Sweep = &o.Sweep

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -22,15 +24,31 @@ import (
 // TenantClientFunc builds a client for a tenant apiserver signed by its CA.
 type TenantClientFunc func(server string, ca *pki.CA, now time.Time) (kubernetes.Interface, error)
 
-// tenantBootstrap is what capn knows about one cluster's RBAC bootstrap.
-// It is tied to the CA it was made with: a re-created CA (a repaired
-// namespace, hence a new tenant) starts over.
+// TenantBootstrapAnnotation, on the management namespace, is the durable
+// record of the tenant bootstrap: the sha256 of the cluster CA certificate
+// the bindings were made with. It is written by its own field manager
+// (BootstrapFieldManager), so the namespace's next apply neither removes
+// it nor sees it as drift. Tenants cannot write management namespaces, so
+// unlike status it cannot be forged; and a CA made again (a repaired
+// namespace, so a new tenant) no longer matches it, so bootstrap runs again.
+const TenantBootstrapAnnotation = "capn.dev/tenant-bootstrap"
+
+// BootstrapFieldManager owns TenantBootstrapAnnotation.
+const BootstrapFieldManager = "capn-tenant-bootstrap"
+
+// tenantBootstrap is what capn holds in memory about a bootstrap that is
+// not yet recorded: one running, one that failed (and its backoff), or one
+// that succeeded and awaits its record. Once recorded it is forgotten.
 type tenantBootstrap struct {
 	caID    string
 	done    bool
 	running bool
-	// failure is the last attempt's DescribeTenantError text.
-	failure string
+	// changed: the successful attempt wrote bindings (an Event is due).
+	changed bool
+	// failure is the last attempt's DescribeTenantError text; reported
+	// once, by the first sync after the attempt ended.
+	failure  string
+	reported bool
 	// failures counts the attempts that failed in a row; no new attempt
 	// starts before retryAt. Without it, a tenant that refuses at once
 	// would be dialled again by the sync its own failure enqueued: a hot
@@ -57,62 +75,118 @@ const DefaultTenantConcurrency = 4
 // bounded by access.TenantRequestTimeout).
 const tenantBootstrapTimeout = 30 * time.Second
 
-// ensureTenantAccess gets the tenant's first RBAC bindings (access.Bindings)
-// written once its apiserver is available, so the kubeconfigs the
-// subresource issues work the moment the NestedCluster says Ready. It
-// reports whether that is done, and the last attempt's failure.
+// caFingerprint is TenantBootstrapAnnotation's value for a CA certificate.
+func caFingerprint(cert []byte) string {
+	sum := sha256.Sum256(cert)
+	return hex.EncodeToString(sum[:])
+}
+
+// ensureTenantAccess is the sync step that gets the tenant's first RBAC
+// bindings (access.Bindings) written once its apiserver is available, so
+// the kubeconfigs the subresource issues work the moment the NestedCluster
+// says Ready. Its outcome goes to o.tenant; a failed attempt is returned
+// as a *stepError that carries the attempt's backoff.
 //
 // The tenant is not called from the sync: a tenant apiserver runs an image
 // the tenant may have chosen, and a slow one must not hold a worker that
 // every other cluster's sync needs. Bootstraps run in their own goroutines,
 // at most DefaultTenantConcurrency at once, and enqueue the cluster when
-// they end. Success is remembered per cluster UID and CA, so a resync costs
-// no request; a capn restart re-applies, which also repairs bindings a
-// tenant removed. ca is the cluster CA Secret's data as ensurePKI left it.
-func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, ca map[string][]byte, apiAvailable bool) (bool, error) {
-	if !apiAvailable {
-		return false, nil
+// they end; the sync after a success records it (TenantBootstrapAnnotation),
+// and from then on the record answers, with no request to the tenant and
+// no memory, across capn restarts too. ca is the cluster CA Secret's data
+// as ensurePKI left it.
+func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) error {
+	caID := caFingerprint(ca[corev1.TLSCertKey])
+	ns, err := c.mgmt.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}})
+	if err != nil {
+		return failed(v1alpha1.ReasonObserveFailed, fmt.Errorf("getting namespace %s: %w", p.Namespace, err))
 	}
-	sum := sha256.Sum256(ca[corev1.TLSCertKey])
-	caID := hex.EncodeToString(sum[:8])
+	if ns.GetAnnotations()[TenantBootstrapAnnotation] == caID {
+		o.tenant.done = true
+		c.forgetBootstrap(nc.UID)
+		return nil
+	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	rec := c.bootstrapped[nc.UID]
 	if rec == nil || rec.caID != caID {
 		rec = &tenantBootstrap{caID: caID}
 		c.bootstrapped[nc.UID] = rec
 	}
-	if rec.done {
-		return true, nil
+	done, changed := rec.done, rec.changed
+	c.mu.Unlock()
+	if done {
+		if err := c.recordBootstrap(ctx, p.Namespace, caID); err != nil {
+			return failed(v1alpha1.ReasonTenantBootstrapFailed, err)
+		}
+		o.tenant.done, o.tenant.recorded = true, changed
+		c.forgetBootstrap(nc.UID)
+		return nil
 	}
-	var failed error
-	if rec.failure != "" {
-		failed = errors.New(rec.failure)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o.tenant.failure = rec.failure
+	// last is the failed attempt as the step's error: the fixed
+	// description only, never the tenant's own text, as a Warning Event
+	// once (quiet after), and with a requeue of its own: the backoff's end,
+	// or, while an attempt runs, the not-ready safety net (the attempt
+	// enqueues the cluster when it ends).
+	last := func(after time.Duration) error {
+		if rec.failure == "" {
+			return nil
+		}
+		se := &stepError{reason: v1alpha1.ReasonTenantBootstrapFailed, err: errors.New(rec.failure),
+			retryAfter: after, quiet: rec.reported}
+		rec.reported = true
+		return se
 	}
-	if rec.running || c.now().Before(rec.retryAt) {
-		return false, failed
+	if rec.running {
+		return last(notReadyRequeue)
+	}
+	if wait := rec.retryAt.Sub(c.now()); wait > 0 {
+		return last(wait)
 	}
 	clusterCA, err := pki.ParseCA(ca[corev1.TLSCertKey], ca[corev1.TLSPrivateKeyKey])
 	if err != nil {
-		return false, fmt.Errorf("parsing the cluster CA: %w", err)
+		return failed(v1alpha1.ReasonTenantBootstrapFailed, fmt.Errorf("parsing the cluster CA: %w", err))
 	}
+	key := nc.Namespace + "/" + nc.Name
 	select {
 	case c.tenantSlots <- struct{}{}:
 	default:
-		return false, failed // all slots busy: the 30 s requeue of a not-ready cluster retries
+		// All slots busy: the next bootstrap to end enqueues this one.
+		c.tenantWaiting[key] = struct{}{}
+		return last(notReadyRequeue)
 	}
 	rec.running = true
 	c.tenantWG.Add(1)
-	key := nc.Namespace + "/" + nc.Name
-	go c.bootstrapTenant(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)), nc.DeepCopy(), rec,
+	go c.bootstrapTenant(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)), rec,
 		builders.APIServerURL(in, p), clusterCA, key)
-	return false, failed
+	return last(notReadyRequeue)
+}
+
+// recordBootstrap writes TenantBootstrapAnnotation on the management
+// namespace as BootstrapFieldManager: a namespace apply with only that.
+func (c *Controller) recordBootstrap(ctx context.Context, namespace, caID string) error {
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: namespace, Annotations: map[string]string{TenantBootstrapAnnotation: caID}},
+	}
+	if _, err := c.mgmt.Apply(ctx, BootstrapFieldManager, ns); err != nil {
+		return fmt.Errorf("recording the bootstrap on namespace %s: %w", namespace, err)
+	}
+	return nil
+}
+
+func (c *Controller) forgetBootstrap(uid types.UID) {
+	c.mu.Lock()
+	delete(c.bootstrapped, uid)
+	c.mu.Unlock()
 }
 
 // bootstrapTenant runs one bootstrap and records its outcome in rec.
-func (c *Controller) bootstrapTenant(ctx context.Context, nc *v1alpha1.NestedCluster, rec *tenantBootstrap, server string, ca *pki.CA, key string) {
+func (c *Controller) bootstrapTenant(ctx context.Context, rec *tenantBootstrap, server string, ca *pki.CA, key string) {
 	defer c.tenantWG.Done()
-	defer func() { <-c.tenantSlots }()
 	ctx, cancel := context.WithTimeout(ctx, tenantBootstrapTimeout)
 	defer cancel()
 	changed, err := func() (bool, error) {
@@ -122,12 +196,11 @@ func (c *Controller) bootstrapTenant(ctx context.Context, nc *v1alpha1.NestedClu
 		}
 		return access.Bootstrap(ctx, tenant)
 	}()
-	logger := klog.FromContext(ctx)
 	failure := access.DescribeTenantError(err)
 	c.mu.Lock()
 	rec.running = false
-	rec.done = err == nil
-	rec.failure = failure
+	rec.done, rec.changed = err == nil, changed
+	rec.failure, rec.reported = failure, false
 	retry := time.Duration(0)
 	if err != nil {
 		rec.failures++
@@ -136,20 +209,23 @@ func (c *Controller) bootstrapTenant(ctx context.Context, nc *v1alpha1.NestedClu
 	} else {
 		rec.failures, rec.retryAt = 0, time.Time{}
 	}
+	// Hand the slot to a cluster that found none.
+	var next string
+	for k := range c.tenantWaiting {
+		next = k
+		delete(c.tenantWaiting, k)
+		break
+	}
 	c.mu.Unlock()
-	switch {
-	case err != nil:
+	<-c.tenantSlots
+	if err != nil {
 		// The tenant's answer is not logged either: only the fixed text.
-		logger.Info("Tenant bootstrap failed", "reason", failure)
-		c.recorder.Event(nc, corev1.EventTypeWarning, "TenantBootstrapFailed", failure)
-	case changed:
-		// Only on a change: a capn restart re-checks every tenant, and
-		// that must not fill the management cluster with Events.
-		logger.V(2).Info("Tenant access bootstrapped", "group", access.TenantAdminsGroup)
-		c.recorder.Eventf(nc, corev1.EventTypeNormal, "TenantBootstrapped",
-			"bound group %s to cluster-admin in the tenant; kubeconfigs from nestedclusters/kubeconfig now work", access.TenantAdminsGroup)
+		klog.FromContext(ctx).Info("Tenant bootstrap failed", "reason", failure)
 	}
 	if c.queue != nil {
-		c.queue.AddAfter(key, retry) // at once after a success
+		c.queue.AddAfter(key, retry) // at once after a success: the record follows
+		if next != "" {
+			c.queue.Add(next)
+		}
 	}
 }

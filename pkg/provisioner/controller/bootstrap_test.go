@@ -50,16 +50,48 @@ func TestTenantBootstrapGatesReady(t *testing.T) {
 		t.Errorf("a resync dialled the tenant again: %v", f.tenantServers)
 	}
 
-	// A restarted capn forgets what it bootstrapped: it checks again, and
-	// finding the bindings in place it records no Event.
+	// A restarted capn has no memory, but the record on the management
+	// namespace answers: no dial, no Event.
 	f.c.bootstrapped = map[types.UID]*tenantBootstrap{}
+	f.events()
 	f.syncTenant()
-	if len(f.tenantServers) != 2 {
-		t.Errorf("after a restart the tenant was dialled %d times in all, want 2", len(f.tenantServers))
+	assert.Len(t, f.tenantServers, 1, "a restarted capn dialled the tenant again despite the record")
+	assert.NotContains(t, strings.Join(f.events(), "\n"), "TenantBootstrapped")
+	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionTenantBootstrapped))
+
+	// The record names the CA: a different one (a tenant made again) is
+	// bootstrapped again.
+	ns := managementNamespace(f.nc)
+	live, err := f.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, live.Annotations[TenantBootstrapAnnotation], 64)
+	live.Annotations[TenantBootstrapAnnotation] = strings.Repeat("0", 64)
+	_, err = f.kube.CoreV1().Namespaces().Update(context.Background(), live, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	f.syncTenant()
+	assert.Len(t, f.tenantServers, 2, "a record for another CA was taken as this one's")
+}
+
+// The record is written by its own field manager: the namespace's own
+// apply (the rendering, which does not carry it) neither removes it nor
+// counts it as drift, so a resync after the record writes nothing.
+func TestTenantBootstrapRecordSurvivesNamespaceApply(t *testing.T) {
+	f := newFixture(t, testCluster())
+	f.sync()
+	f.markReady()
+	f.syncTenant()
+	require.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady), "%+v", f.nc.Status.Conditions)
+	f.mgmt.reset()
+	f.sync()
+	assert.Empty(t, f.mgmt.writes, "a resync after the record wrote")
+	live, err := f.kube.CoreV1().Namespaces().Get(context.Background(), managementNamespace(f.nc), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotEmpty(t, live.Annotations[TenantBootstrapAnnotation])
+	var managers []string
+	for _, m := range live.ManagedFields {
+		managers = append(managers, m.Manager)
 	}
-	if ev := strings.Join(f.events(), "\n"); strings.Contains(ev, "TenantBootstrapped") {
-		t.Errorf("an unchanged tenant was reported bootstrapped again:\n%s", ev)
-	}
+	assert.Contains(t, managers, BootstrapFieldManager)
 }
 
 func TestTenantBootstrapFailureKeepsNotReady(t *testing.T) {
@@ -75,10 +107,20 @@ func TestTenantBootstrapFailureKeepsNotReady(t *testing.T) {
 	f.markReady()
 	f.sync()
 	f.c.tenantWG.Wait()
-	_, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "the tenant apiserver answered HTTP 503")
-	assert.NotContains(t, err.Error(), "visit")
+	// The failure is the step's outcome, with the step's own backoff as
+	// the requeue (not an error for the queue's rate limiter).
+	after, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
+	require.NoError(t, err)
+	assert.Positive(t, after)
+	f.refresh()
+	rec := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionReconciled)
+	require.NotNil(t, rec)
+	assert.Equal(t, metav1.ConditionFalse, rec.Status)
+	assert.Equal(t, v1alpha1.ReasonTenantBootstrapFailed, rec.Reason)
+	assert.Contains(t, rec.Message, "the tenant apiserver answered HTTP 503")
+	tb := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionTenantBootstrapped)
+	require.NotNil(t, tb)
+	assert.Equal(t, v1alpha1.ReasonTenantBootstrapFailed, tb.Reason)
 	f.refresh()
 	c := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionReady)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "BootstrappingTenant" {
@@ -143,11 +185,21 @@ func TestTenantBootstrapBacksOff(t *testing.T) {
 	}
 	require.Equal(t, 1, dials())
 	for range 5 {
-		_, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
-		require.Error(t, err, "the last failure is still reported")
+		after, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
+		require.NoError(t, err)
+		assert.Equal(t, tenantRetry(1), after, "the requeue is the backoff's end")
+		f.refresh()
+		assert.False(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReconciled), "the last failure is still reported")
 		f.c.tenantWG.Wait()
 	}
 	assert.Equal(t, 1, dials(), "the tenant was dialled again within its backoff")
+	warnings := 0
+	for _, e := range f.events() {
+		if strings.Contains(e, "TenantBootstrapFailed") {
+			warnings++
+		}
+	}
+	assert.Equal(t, 1, warnings, "one Warning per failed attempt, not one per sync")
 
 	now := testNow.Add(tenantRetry(1))
 	f.c.now = func() time.Time { return now }

@@ -295,28 +295,12 @@ func (m *cachedManagement) list(proto builders.Object, namespace string, selecto
 	return out, nil
 }
 
-func (m *cachedManagement) Apply(ctx context.Context, obj builders.Object) (builders.Object, error) {
-	out, err := m.live.Apply(ctx, obj)
+func (m *cachedManagement) Apply(ctx context.Context, manager string, obj builders.Object) (builders.Object, error) {
+	out, err := m.live.Apply(ctx, manager, obj)
 	if err == nil {
 		m.remember(out)
 	}
 	return out, err
-}
-
-func (m *cachedManagement) Create(ctx context.Context, obj builders.Object) error {
-	out, err := m.live.do(ctx, opCreate, obj)
-	if err == nil {
-		m.remember(out)
-	}
-	return err
-}
-
-func (m *cachedManagement) Update(ctx context.Context, obj builders.Object) error {
-	out, err := m.live.do(ctx, opUpdate, obj)
-	if err == nil {
-		m.remember(out)
-	}
-	return err
 }
 
 func (m *cachedManagement) Delete(ctx context.Context, proto builders.Object) error {

@@ -2,13 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -64,6 +64,8 @@ type Options struct {
 	UpgradeStepTimeout time.Duration
 	// Placement schedules every control-plane pod (provider-owned).
 	Placement builders.Placement
+	// Health, if set, is told of cache sync and of every finished sync.
+	Health *Health
 }
 
 // Controller reconciles NestedClusters into management-cluster objects.
@@ -82,14 +84,17 @@ type Controller struct {
 	// bootstrapped maps a NestedCluster's UID to its tenant bootstrap
 	// (ensureTenantAccess); finalize forgets it.
 	bootstrapped map[types.UID]*tenantBootstrap
-	// tenantSlots bounds the bootstraps in flight; tenantWG counts them.
-	tenantSlots chan struct{}
-	tenantWG    sync.WaitGroup
+	// tenantSlots bounds the bootstraps in flight; tenantWG counts them;
+	// tenantWaiting holds the clusters that found no free slot.
+	tenantSlots   chan struct{}
+	tenantWaiting map[string]struct{}
+	tenantWG      sync.WaitGroup
 	// stepTimeout: see Options.UpgradeStepTimeout (upgrade.go).
 	stepTimeout time.Duration
 	// namespaces indexes capn's management namespaces (WatchManagement).
 	namespaces cache.Indexer
 	placement  builders.Placement
+	health     *Health
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -104,9 +109,10 @@ func New(o Options) (*Controller, error) {
 		threshold: o.RenewalThreshold,
 		now:       o.Now,
 
-		tenantClient: o.TenantClient,
-		bootstrapped: map[types.UID]*tenantBootstrap{},
-		tenantSlots:  make(chan struct{}, DefaultTenantConcurrency),
+		tenantClient:  o.TenantClient,
+		bootstrapped:  map[types.UID]*tenantBootstrap{},
+		tenantWaiting: map[string]struct{}{},
+		tenantSlots:   make(chan struct{}, DefaultTenantConcurrency),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"}),
@@ -119,6 +125,7 @@ func New(o Options) (*Controller, error) {
 	}
 	c.stepTimeout = o.UpgradeStepTimeout
 	c.placement = o.Placement
+	c.health = o.Health
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -151,6 +158,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	cachesSynced.Set(1)
 	defer cachesSynced.Set(0)
+	c.health.cachesSynced(c.queue.Len)
 	for range workers {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
@@ -169,6 +177,7 @@ func (c *Controller) next(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	after, err := c.sync(ctx, key)
+	c.health.syncDone()
 	result := "success"
 	if err != nil {
 		result = "error"
@@ -219,71 +228,123 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	ns, err := c.ensureNamespace(ctx, nc, in)
-	if err != nil {
-		return 0, c.fail(ctx, nc, "NamespaceFailed", err)
+	o := &observation{}
+	stepErr := c.reconcile(ctx, nc, in, o)
+	st, ready := deriveStatus(nc, in, o, stepErr)
+	_, werr := c.writeStatus(ctx, nc, st)
+	if werr == nil {
+		c.recordStatusEvents(ctx, nc, o, stepErr)
 	}
-	params, err := c.ensureServices(ctx, nc, in, ns)
-	if err != nil {
-		return 0, c.fail(ctx, nc, "ServicesFailed", err)
-	}
-	certs, err := c.ensurePKI(ctx, nc, in, params)
-	if err != nil {
-		return 0, c.fail(ctx, nc, "PKIFailed", err)
-	}
-	params.CertsHash = pki.CertsHash(certs)
-	external, err := c.ensureExternalEtcd(ctx, nc, in, ns)
-	if err != nil {
-		return 0, c.fail(ctx, nc, "ExternalEtcdFailed", err)
-	}
-	if external != "" {
-		params.CertsHash += "-" + external[:16]
-	}
-	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
-	live, err := c.liveWorkloads(ctx, in, ns)
-	if err != nil {
-		return 0, c.fail(ctx, nc, "ObserveFailed", err)
-	}
-	params.EtcdImage = runningEtcdImage(live)
-	// An ordered upgrade holds some kube-* components back (upgrade.go).
-	up, err := c.planUpgrade(ctx, nc, in, ns)
-	if err != nil {
-		return 0, fmt.Errorf("planning upgrade: %w", err)
-	}
-	params.Versions = up.versions
-	if err := c.ensureWorkloads(ctx, nc, in, params, live); err != nil {
-		return 0, c.fail(ctx, nc, "ApplyFailed", err)
-	}
-	ready, err := c.updateStatus(ctx, nc, in, params, up, certs[provisioner.SecretCA])
-	if err != nil {
-		return 0, err
-	}
-	if !ready {
+	switch {
+	case werr != nil && stepErr != nil:
+		return 0, fmt.Errorf("%w (and %w)", stepErr, werr)
+	case werr != nil:
+		return 0, werr
+	case stepErr != nil:
+		var se *stepError
+		if errors.As(stepErr, &se) && se.retryAfter > 0 {
+			// Its own backoff (the tenant bootstrap), not the queue's.
+			return se.retryAfter, nil
+		}
+		return 0, stepErr
+	case !ready:
 		return notReadyRequeue, nil
 	}
 	return 0, nil
 }
 
-// maxFailureMessage bounds the error text a condition carries.
-const maxFailureMessage = 1024
+// reconcile runs the sync's steps in order and stops at the first that
+// fails, returning it as a *stepError. It fills o as it goes; deriveStatus
+// turns o and the error into status.
+func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, o *observation) error {
+	ns, err := c.ensureNamespace(ctx, nc, in)
+	if err != nil {
+		return failed(v1alpha1.ReasonNamespaceFailed, err)
+	}
+	// The one read of the workloads this sync makes (observation).
+	if err := c.observeWorkloads(ctx, in, ns, o); err != nil {
+		return failed(v1alpha1.ReasonObserveFailed, err)
+	}
+	params, err := c.ensureServices(ctx, nc, in, ns)
+	if err != nil {
+		return failed(v1alpha1.ReasonServicesFailed, err)
+	}
+	o.endpoint = builders.APIServerEndpoint(in, params)
+	certs, err := c.ensurePKI(ctx, nc, in, params)
+	if err != nil {
+		return failed(v1alpha1.ReasonPKIFailed, err)
+	}
+	params.CertsHash = pki.CertsHash(certs)
+	external, err := c.ensureExternalEtcd(ctx, nc, in, ns)
+	if err != nil {
+		return failed(v1alpha1.ReasonExternalEtcdFailed, err)
+	}
+	if external != "" {
+		params.CertsHash += "-" + external[:16]
+	}
+	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
+	params.EtcdImage = o.etcdImage()
+	// An ordered upgrade holds some kube-* components back (upgrade.go).
+	if o.upgrade, err = c.planUpgrade(ctx, nc, in, ns, o); err != nil {
+		return failed(v1alpha1.ReasonUpgradePlanFailed, err)
+	}
+	params.Versions = o.upgrade.versions
+	if err := c.ensureWorkloads(ctx, nc, in, params, o); err != nil {
+		return failed(v1alpha1.ReasonApplyFailed, err)
+	}
+	comps := o.components(in)
+	// Pods are listed only while a component is not rolled out: that is
+	// when an image can be missing (create, scale, upgrade).
+	if !rolledOut(comps) {
+		images, err := c.imagesCondition(ctx, in, ns)
+		if err != nil {
+			return failed(v1alpha1.ReasonObserveFailed, err)
+		}
+		o.images = &images
+	}
+	if !comps[v1alpha1.ComponentAPIServer].available {
+		return nil // nothing to bootstrap against yet
+	}
+	return c.ensureTenantAccess(ctx, nc, in, params, certs[provisioner.SecretCA], o)
+}
 
-// fail records a failed step: Reconciled=False with the step as reason in
-// status, then (once that write succeeded, so the Event never describes a
-// state status does not show) a Warning Event; it returns err for the
-// retry.
-func (c *Controller) fail(ctx context.Context, nc *v1alpha1.NestedCluster, reason string, err error) error {
-	msg := err.Error()
-	if len(msg) > maxFailureMessage {
-		msg = msg[:maxFailureMessage] + "..."
+// stepError is a failed sync step: reason is Reconciled's reason (one of
+// the v1alpha1 step reasons). retryAfter, when set, replaces the queue's
+// rate limit with the step's own backoff; quiet: its Warning Event was
+// recorded already (a tenant bootstrap failure is reported once per
+// attempt, not once per sync).
+type stepError struct {
+	reason     string
+	err        error
+	retryAfter time.Duration
+	quiet      bool
+}
+
+func (e *stepError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+func failed(reason string, err error) error { return &stepError{reason: reason, err: err} }
+
+// recordStatusEvents records the Events that describe the status just
+// written: the upgrade's steps, the tenant bootstrap, a failed step. They
+// come after the write so that no Event tells of a state status does not
+// show. Events about management writes (Applied, CertificatesIssued...)
+// are recorded where the write happens: it happened, whatever status says.
+func (c *Controller) recordStatusEvents(ctx context.Context, nc *v1alpha1.NestedCluster, o *observation, stepErr error) {
+	if o.upgrade != nil {
+		for _, e := range o.upgrade.events {
+			c.recorder.Event(nc, e.typ, e.reason, e.message)
+		}
 	}
-	st := nc.Status.DeepCopy()
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciled, Status: metav1.ConditionFalse,
-		Reason: reason, Message: msg, ObservedGeneration: nc.Generation})
-	if _, werr := c.writeStatus(ctx, nc, st); werr != nil {
-		return fmt.Errorf("%s: %w (and %w)", reason, err, werr)
+	if o.tenant.recorded {
+		klog.FromContext(ctx).V(2).Info("Tenant access bootstrapped", "group", access.TenantAdminsGroup)
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, "TenantBootstrapped",
+			"bound group %s to cluster-admin in the tenant; kubeconfigs from nestedclusters/kubeconfig now work", access.TenantAdminsGroup)
 	}
-	c.recorder.Event(nc, "Warning", reason, msg)
-	return fmt.Errorf("%s: %w", reason, err)
+	var se *stepError
+	if errors.As(stepErr, &se) && !se.quiet {
+		c.recorder.Event(nc, corev1.EventTypeWarning, se.reason, truncate(se.err.Error(), maxFailureMessage))
+	}
 }
 
 // toInternal defaults a copy of nc and converts it for the builders.

@@ -73,32 +73,20 @@ func (c *Controller) readUserSecret(ctx context.Context, namespace, name string,
 	return out, nil
 }
 
-// writeCopy creates or updates the management copy only when its data
-// differs, so a resync writes nothing.
+// writeCopy applies the management copy only when its data differs, so a
+// resync writes nothing.
 func (c *Controller) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns, name string, data map[string][]byte) error {
 	live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	switch {
-	case apierrors.IsNotFound(err):
-		s := &corev1.Secret{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: provisioner.OwnerLabels(in)},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       data,
-		}
-		if err := c.mgmt.Create(ctx, s); err != nil {
-			return fmt.Errorf("creating secret %s: %w", name, err)
-		}
-	case err != nil:
-		return fmt.Errorf("getting secret %s: %w", name, err)
-	default:
-		s := live.(*corev1.Secret).DeepCopy()
-		if sameData(s.Data, data) {
+	case err == nil:
+		if sameData(live.(*corev1.Secret).Data, data) {
 			return nil
 		}
-		s.Data = data
-		if err := c.mgmt.Update(ctx, s); err != nil {
-			return fmt.Errorf("updating secret %s: %w", name, err)
-		}
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("getting secret %s: %w", name, err)
+	}
+	if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(in, ns, name, data)); err != nil {
+		return fmt.Errorf("applying secret %s: %w", name, err)
 	}
 	klog.FromContext(ctx).Info("Copied external etcd Secret", "secret", name)
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, "ExternalEtcdSecretCopied", "copied external etcd credentials into %s/%s", ns, name)

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -50,8 +52,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	// the finalizer stays, for the provider to look at.
 	name, err := resolveNamespace(ctx, c.mgmt, in)
 	if err != nil {
-		c.recorder.Event(nc, corev1.EventTypeWarning, "DeleteFailed", "the management namespace is not this cluster's; refusing to delete it")
-		return 0, fmt.Errorf("resolving the management namespace: %w", err)
+		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, fmt.Errorf("resolving the management namespace (refusing to delete it): %w", err)))
 	}
 	proto := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	live, err := c.mgmt.Get(ctx, proto)
@@ -71,8 +72,8 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	}
 	// Resolved above, but re-checked on the object about to be deleted.
 	if !provisioner.OwnedBy(live.GetLabels(), in) && !provisioner.LegacyOwnedBy(live.GetLabels(), in) {
-		c.recorder.Event(nc, corev1.EventTypeWarning, "DeleteFailed", "the management namespace is not this cluster's; refusing to delete it")
-		return 0, fmt.Errorf("namespace %s: %w", proto.Name, provisioner.ErrNotOwned)
+		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed,
+			fmt.Errorf("namespace %s (refusing to delete it): %w", proto.Name, provisioner.ErrNotOwned)))
 	}
 	if nc.Status.Phase != v1alpha1.PhaseDeleting {
 		st := nc.Status.DeepCopy()
@@ -83,7 +84,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	}
 	if live.GetDeletionTimestamp() == nil {
 		if err := c.mgmt.Delete(ctx, proto); err != nil && !apierrors.IsNotFound(err) {
-			return 0, c.fail(ctx, nc, "DeleteFailed", fmt.Errorf("deleting namespace %s: %w", proto.Name, err))
+			return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, fmt.Errorf("deleting namespace %s: %w", proto.Name, err)))
 		}
 		logger.Info("Deleting control plane", "namespace", proto.Name)
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, "Deleting", "deleting management namespace %s", proto.Name)
@@ -104,4 +105,23 @@ func ownerOf(nc *v1alpha1.NestedCluster) *capn.NestedCluster {
 // cluster gets).
 func managementNamespace(nc *v1alpha1.NestedCluster) string {
 	return provisioner.ManagementNamespace(ownerOf(nc))
+}
+
+// reportFailure records a failed step of a sync that derives no full
+// status (deletion): Reconciled=False with the step as reason, then, once
+// that write succeeded, the same as a Warning Event. It returns err for the
+// retry.
+func (c *Controller) reportFailure(ctx context.Context, nc *v1alpha1.NestedCluster, err error) error {
+	var se *stepError
+	if !errors.As(err, &se) {
+		return err
+	}
+	st := nc.Status.DeepCopy()
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciled, Status: metav1.ConditionFalse,
+		Reason: se.reason, Message: truncate(se.err.Error(), maxFailureMessage), ObservedGeneration: nc.Generation})
+	if _, werr := c.writeStatus(ctx, nc, st); werr != nil {
+		return fmt.Errorf("%w (and %w)", err, werr)
+	}
+	c.recordStatusEvents(ctx, nc, &observation{}, err)
+	return err
 }

@@ -44,19 +44,9 @@ func (c *counting) Get(ctx context.Context, p builders.Object) (builders.Object,
 	return c.Management.Get(ctx, p)
 }
 
-func (c *counting) Apply(ctx context.Context, o builders.Object) (builders.Object, error) {
+func (c *counting) Apply(ctx context.Context, manager string, o builders.Object) (builders.Object, error) {
 	c.note(&c.writes, "apply", o)
-	return c.Management.Apply(ctx, o)
-}
-
-func (c *counting) Create(ctx context.Context, o builders.Object) error {
-	c.note(&c.writes, "create", o)
-	return c.Management.Create(ctx, o)
-}
-
-func (c *counting) Update(ctx context.Context, o builders.Object) error {
-	c.note(&c.writes, "update", o)
-	return c.Management.Update(ctx, o)
+	return c.Management.Apply(ctx, manager, o)
 }
 
 func (c *counting) Delete(ctx context.Context, o builders.Object) error {
@@ -108,7 +98,7 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 	t.Helper()
 	kube := kubefake.NewClientset()
 	for _, o := range kubeObjects {
-		if err := NewManagement(kube).Create(context.Background(), o); err != nil {
+		if err := kube.Tracker().Add(o); err != nil {
 			t.Fatalf("seeding %s: %v", kindName(o), err)
 		}
 	}
@@ -131,8 +121,9 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 	f.c = &Controller{
 		capn: f.capn, lister: listers.NewNestedClusterLister(f.indexer), mgmt: f.mgmt,
 		recorder: f.recorder, threshold: pki.DefaultRenewalThreshold, now: func() time.Time { return testNow },
-		bootstrapped: map[types.UID]*tenantBootstrap{},
-		tenantSlots:  make(chan struct{}, DefaultTenantConcurrency),
+		bootstrapped:  map[types.UID]*tenantBootstrap{},
+		tenantWaiting: map[string]struct{}{},
+		tenantSlots:   make(chan struct{}, DefaultTenantConcurrency),
 		tenantClient: func(server string, ca *pki.CA, _ time.Time) (kubernetes.Interface, error) {
 			f.serversMu.Lock()
 			f.tenantServers = append(f.tenantServers, server)

@@ -22,8 +22,9 @@ import (
 const FieldManager = "capn-provisioner"
 
 // Management is every call the controller makes to the management cluster.
-// It is kept this narrow so that tests can count writes (Apply, Create,
-// Update, Delete) and so the controller cannot grow hidden side effects.
+// It is kept this narrow so that tests can count writes (Apply, Delete)
+// and so the controller cannot grow hidden side effects. There is one way
+// to write an object, server-side apply, Secrets included.
 // Objects are addressed by a prototype: its Go type picks the resource and
 // its namespace/name the object.
 type Management interface {
@@ -37,11 +38,12 @@ type Management interface {
 	// ListPods returns the Pods of a namespace that match selector: an
 	// upgrade step that misses its deadline names the pod that is not Ready.
 	ListPods(ctx context.Context, namespace string, selector labels.Selector) ([]corev1.Pod, error)
-	// Apply server-side applies obj as FieldManager, forcing conflicts:
-	// capn is the only writer of what it renders.
-	Apply(ctx context.Context, obj builders.Object) (builders.Object, error)
-	Create(ctx context.Context, obj builders.Object) error
-	Update(ctx context.Context, obj builders.Object) error
+	// Apply server-side applies obj as manager, forcing conflicts: capn is
+	// the only writer of what it renders. Everything rendered is applied as
+	// FieldManager; a fact recorded apart from the rendering (the tenant
+	// bootstrap) has a manager of its own, so that the next apply of the
+	// rendered object neither removes it nor counts it as drift.
+	Apply(ctx context.Context, manager string, obj builders.Object) (builders.Object, error)
 	Delete(ctx context.Context, proto builders.Object) error
 }
 
@@ -55,31 +57,19 @@ type op int
 const (
 	opGet op = iota
 	opApply
-	opCreate
-	opUpdate
 	opDelete
 )
 
 func (m kubeManagement) Get(ctx context.Context, proto builders.Object) (builders.Object, error) {
-	return m.do(ctx, opGet, proto)
+	return m.do(ctx, opGet, "", proto)
 }
 
-func (m kubeManagement) Apply(ctx context.Context, obj builders.Object) (builders.Object, error) {
-	return m.do(ctx, opApply, obj)
-}
-
-func (m kubeManagement) Create(ctx context.Context, obj builders.Object) error {
-	_, err := m.do(ctx, opCreate, obj)
-	return err
-}
-
-func (m kubeManagement) Update(ctx context.Context, obj builders.Object) error {
-	_, err := m.do(ctx, opUpdate, obj)
-	return err
+func (m kubeManagement) Apply(ctx context.Context, manager string, obj builders.Object) (builders.Object, error) {
+	return m.do(ctx, opApply, manager, obj)
 }
 
 func (m kubeManagement) Delete(ctx context.Context, proto builders.Object) error {
-	_, err := m.do(ctx, opDelete, proto)
+	_, err := m.do(ctx, opDelete, "", proto)
 	return err
 }
 
@@ -105,29 +95,29 @@ func (m kubeManagement) ListPods(ctx context.Context, namespace string, selector
 
 // do dispatches on the kinds the builders produce; a new kind there fails
 // loudly here rather than being silently skipped.
-func (m kubeManagement) do(ctx context.Context, o op, obj builders.Object) (builders.Object, error) {
+func (m kubeManagement) do(ctx context.Context, o op, manager string, obj builders.Object) (builders.Object, error) {
 	ns := obj.GetNamespace()
 	switch t := obj.(type) {
 	case *corev1.Namespace:
-		return call(ctx, m.c.CoreV1().Namespaces(), o, t)
+		return call(ctx, m.c.CoreV1().Namespaces(), o, manager, t)
 	case *corev1.Service:
-		return call(ctx, m.c.CoreV1().Services(ns), o, t)
+		return call(ctx, m.c.CoreV1().Services(ns), o, manager, t)
 	case *corev1.ConfigMap:
-		return call(ctx, m.c.CoreV1().ConfigMaps(ns), o, t)
+		return call(ctx, m.c.CoreV1().ConfigMaps(ns), o, manager, t)
 	case *corev1.Secret:
-		return call(ctx, m.c.CoreV1().Secrets(ns), o, t)
+		return call(ctx, m.c.CoreV1().Secrets(ns), o, manager, t)
 	case *appsv1.Deployment:
-		return call(ctx, m.c.AppsV1().Deployments(ns), o, t)
+		return call(ctx, m.c.AppsV1().Deployments(ns), o, manager, t)
 	case *appsv1.StatefulSet:
-		return call(ctx, m.c.AppsV1().StatefulSets(ns), o, t)
+		return call(ctx, m.c.AppsV1().StatefulSets(ns), o, manager, t)
 	case *policyv1.PodDisruptionBudget:
-		return call(ctx, m.c.PolicyV1().PodDisruptionBudgets(ns), o, t)
+		return call(ctx, m.c.PolicyV1().PodDisruptionBudgets(ns), o, manager, t)
 	case *networkingv1.NetworkPolicy:
-		return call(ctx, m.c.NetworkingV1().NetworkPolicies(ns), o, t)
+		return call(ctx, m.c.NetworkingV1().NetworkPolicies(ns), o, manager, t)
 	case *corev1.LimitRange:
-		return call(ctx, m.c.CoreV1().LimitRanges(ns), o, t)
+		return call(ctx, m.c.CoreV1().LimitRanges(ns), o, manager, t)
 	case *corev1.ResourceQuota:
-		return call(ctx, m.c.CoreV1().ResourceQuotas(ns), o, t)
+		return call(ctx, m.c.CoreV1().ResourceQuotas(ns), o, manager, t)
 	default:
 		return nil, fmt.Errorf("management: unsupported object type %T", obj)
 	}
@@ -136,13 +126,11 @@ func (m kubeManagement) do(ctx context.Context, o op, obj builders.Object) (buil
 // typedClient is the part of every generated typed client that do needs.
 type typedClient[T any] interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
-	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
-	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 }
 
-func call[T builders.Object](ctx context.Context, c typedClient[T], o op, obj T) (builders.Object, error) {
+func call[T builders.Object](ctx context.Context, c typedClient[T], o op, manager string, obj T) (builders.Object, error) {
 	var (
 		out T
 		err error
@@ -150,10 +138,6 @@ func call[T builders.Object](ctx context.Context, c typedClient[T], o op, obj T)
 	switch o {
 	case opGet:
 		out, err = c.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	case opCreate:
-		out, err = c.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
-	case opUpdate:
-		out, err = c.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
 	case opDelete:
 		// Background: the namespace's contents go with it server-side. A
 		// proto with a UID deletes only that object, not a namesake made
@@ -171,7 +155,7 @@ func call[T builders.Object](ctx context.Context, c typedClient[T], o op, obj T)
 			return nil, fmt.Errorf("encoding %T %s: %w", obj, obj.GetName(), merr)
 		}
 		out, err = c.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-			metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+			metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)})
 	}
 	if err != nil {
 		return nil, err // never a typed nil inside the interface

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
 	// workqueue_depth, _adds_total, _queue_duration_seconds ... for the
 	// provisioner's queue (name "capn-provisioner") on /metrics.
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
@@ -28,7 +29,7 @@ var (
 	}, []string{"result"})
 	managementWrites = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "capn", Subsystem: "provisioner", Name: "management_writes_total",
-		Help:           "Writes the provisioner made to the management cluster, by verb (apply, create, update, delete).",
+		Help:           "Writes the provisioner made to the management cluster, by verb (apply, delete).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"verb"})
 	managementRequests = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -74,19 +75,9 @@ func registerMetrics() {
 // attempt is counted: an attempted write is still traffic.
 type countWrites struct{ Management }
 
-func (c countWrites) Apply(ctx context.Context, o builders.Object) (builders.Object, error) {
+func (c countWrites) Apply(ctx context.Context, manager string, o builders.Object) (builders.Object, error) {
 	managementWrites.WithLabelValues("apply").Inc()
-	return c.Management.Apply(ctx, o)
-}
-
-func (c countWrites) Create(ctx context.Context, o builders.Object) error {
-	managementWrites.WithLabelValues("create").Inc()
-	return c.Management.Create(ctx, o)
-}
-
-func (c countWrites) Update(ctx context.Context, o builders.Object) error {
-	managementWrites.WithLabelValues("update").Inc()
-	return c.Management.Update(ctx, o)
+	return c.Management.Apply(ctx, manager, o)
 }
 
 func (c countWrites) Delete(ctx context.Context, o builders.Object) error {

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,37 +28,18 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		return nil, fmt.Errorf("listing secrets in %s: %w", ns, err)
 	}
 	existing := pki.Data{}
-	live := map[string]*corev1.Secret{}
 	for i := range secrets {
-		s := &secrets[i]
-		existing[s.Name], live[s.Name] = s.Data, s
+		existing[secrets[i].Name] = secrets[i].Data
 	}
 	want, changed, err := pki.Reconcile(existing, pki.InputsFor(in, p), c.now(), c.threshold)
 	if err != nil {
 		return nil, fmt.Errorf("reconciling certificates: %w", err)
 	}
 	for _, name := range changed {
-		if cur, ok := live[name]; ok {
-			// Update rather than replace: keys capn does not own stay.
-			s := cur.DeepCopy()
-			if s.Data == nil {
-				s.Data = map[string][]byte{}
-			}
-			maps.Copy(s.Data, want[name])
-			if err := c.mgmt.Update(ctx, s); err != nil {
-				return nil, fmt.Errorf("updating secret %s: %w", name, err)
-			}
-			continue
-		}
-		s := &corev1.Secret{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: provisioner.OwnerLabels(in)},
-			// Opaque: CA and kubeconfig Secrets do not fit kubernetes.io/tls.
-			Type: corev1.SecretTypeOpaque,
-			Data: want[name],
-		}
-		if err := c.mgmt.Create(ctx, s); err != nil {
-			return nil, fmt.Errorf("creating secret %s: %w", name, err)
+		// Applied: capn owns the keys it writes; keys someone else added
+		// to the Secret stay.
+		if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(in, ns, name, want[name])); err != nil {
+			return nil, fmt.Errorf("applying secret %s: %w", name, err)
 		}
 	}
 	if len(changed) > 0 {
@@ -67,4 +47,16 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, "CertificatesIssued", "wrote Secrets %v", changed)
 	}
 	return want, nil
+}
+
+// ownedSecret is a Secret capn writes into a management namespace, as an
+// apply configuration: only the keys in data, and the owner labels. Opaque,
+// because CA and kubeconfig Secrets do not fit kubernetes.io/tls.
+func ownedSecret(in *capn.NestedCluster, ns, name string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: provisioner.OwnerLabels(in)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
 }

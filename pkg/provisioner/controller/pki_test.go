@@ -66,8 +66,8 @@ func TestPKIRenewsNearExpiry(t *testing.T) {
 	f.sync()
 	var updated []string
 	for _, w := range f.mgmt.writes {
-		if strings.HasPrefix(w, "update Secret/") {
-			updated = append(updated, strings.TrimPrefix(w, "update Secret/"))
+		if strings.HasPrefix(w, "apply Secret/") {
+			updated = append(updated, strings.TrimPrefix(w, "apply Secret/"))
 		}
 	}
 	if !slices.Contains(updated, provisioner.SecretAPIServerServing) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,4 +72,34 @@ func TestEtcdImageComesFromTheLiveStatefulSet(t *testing.T) {
 	after, err := f.kube.AppsV1().StatefulSets(ns).Get(ctx, "etcd", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, image, after.Spec.Template.Spec.Containers[0].Image)
+}
+
+// An Event that describes status is recorded only once that status is
+// written: a failed status write leaves no Warning behind for a condition
+// nobody can see.
+func TestNoEventWithoutItsStatusWrite(t *testing.T) {
+	f := newFixture(t, testCluster())
+	f.sync()
+	f.kube.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("admission webhook denied the request")
+	})
+	statusDown := true
+	f.capn.PrependReactor("update", "nestedclusters", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return statusDown && a.GetSubresource() == "status", nil, errors.New("etcdserver: request timed out")
+	})
+	f.setCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.ControllerManager.ExtraArgs = map[string]string{"v": "4"}
+		nc.Generation++
+	})
+	f.events()
+	_, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "admission webhook denied the request")
+	assert.Contains(t, err.Error(), "request timed out")
+	assert.NotContains(t, strings.Join(f.events(), "\n"), "ApplyFailed")
+
+	statusDown = false
+	_, err = f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
+	require.Error(t, err)
+	assert.Contains(t, strings.Join(f.events(), "\n"), "Warning ApplyFailed")
 }

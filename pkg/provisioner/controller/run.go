@@ -60,6 +60,8 @@ type RunConfig struct {
 	Sweep *SweepConfig
 	// Placement schedules every control-plane pod.
 	Placement builders.Placement
+	// Health is served as /livez/capn-provisioner; nil means none.
+	Health *Health
 }
 
 // Start runs the controller until ctx ends, under leader election when
@@ -94,6 +96,8 @@ func Start(ctx context.Context, cfg RunConfig) error {
 		registerMetrics()
 		leader.Set(1)
 		defer leader.Set(0)
+		cfg.Health.startLeading()
+		defer cfg.Health.stopLeading()
 		// A fresh factory per term: a lost lease stops its informers too.
 		factory := externalversions.NewSharedInformerFactory(capnClient, 10*time.Minute)
 		defer factory.Shutdown()
@@ -116,6 +120,7 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			// Options.UpgradeStepTimeout: 0 means the default.
 			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
 			Placement:          cfg.Placement,
+			Health:             cfg.Health,
 		})
 		if err == nil {
 			// Every cached kind, so a hand edit of any object capn owns

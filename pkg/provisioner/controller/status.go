@@ -2,21 +2,21 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/builders"
 )
 
@@ -27,92 +27,101 @@ type observed struct {
 	available, done bool
 }
 
-// updateStatus derives the status from the management workloads and
-// writes it only if it changed. It reports whether the cluster is Ready.
-// Ready also waits for the tenant's RBAC bootstrap (ensureTenantAccess), so
-// that a kubeconfig fetched on Ready works at once. A failed bootstrap is
-// returned after the status is written. up is this sync's upgrade plan
-// (upgrade.go), laid over before writing; ca is the cluster CA Secret's data.
-func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, up *upgrade, ca map[string][]byte) (bool, error) {
-	ns := p.Namespace
-	etcd := observed{available: true, done: true} // external etcd: not ours to watch
-	var err error
-	if m := in.Spec.Etcd.Managed; m != nil {
-		if etcd, err = c.observe(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.EtcdName}}, ptr.Deref(m.Replicas, 1), true); err != nil {
-			return false, err
-		}
-	}
-	api, err := c.observe(ctx, deploymentRef(ns, provisioner.APIServerName), ptr.Deref(in.Spec.APIServer.Replicas, 1), false)
-	if err != nil {
-		return false, err
-	}
-	kcm, err := c.observe(ctx, deploymentRef(ns, provisioner.ControllerManagerName), ptr.Deref(in.Spec.ControllerManager.Replicas, 1), false)
-	if err != nil {
-		return false, err
-	}
-	sched, err := c.observe(ctx, deploymentRef(ns, provisioner.SchedulerName), ptr.Deref(in.Spec.Scheduler.Replicas, 1), false)
-	if err != nil {
-		return false, err
-	}
+// maxFailureMessage bounds the error text a condition carries.
+const maxFailureMessage = 1024
 
-	// The Event for a failure is recorded where the attempt ends
-	// (bootstrapTenant); here it only keeps Ready False.
-	tenantReady, terr := c.ensureTenantAccess(ctx, nc, in, p, ca, api.available)
-	if terr != nil {
-		terr = fmt.Errorf("bootstrapping tenant access: %w", terr)
-	}
-
+// deriveStatus decides the status, phase and conditions from what the sync
+// observed and how it ended (stepErr: nil, or the *stepError of the step
+// that failed). It is pure, runs on every sync that gets past the
+// finalizer (failed ones too), and reports whether the cluster is Ready.
+//
+// Ready describes what runs: every component available and rolled out, the
+// tenant's RBAC bootstrap recorded, and no upgrade in flight. Reconciled
+// describes the sync: False names the failed step, so a failing
+// certificate renewal shows while the cluster still serves. A sync that
+// failed before it observed the workloads leaves their conditions as they
+// were, because not having looked says nothing about them.
+func deriveStatus(nc *v1alpha1.NestedCluster, in *capn.NestedCluster, o *observation, stepErr error) (*v1alpha1.NestedClusterStatus, bool) {
 	st := nc.Status.DeepCopy()
 	st.ObservedGeneration = nc.Generation
+	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPaused)
+	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status,
+			Reason: reason, Message: message, ObservedGeneration: nc.Generation})
+	}
+	reconciled := func() {
+		var se *stepError
+		if errors.As(stepErr, &se) {
+			set(v1alpha1.ConditionReconciled, metav1.ConditionFalse, se.reason, truncate(se.err.Error(), maxFailureMessage))
+			return
+		}
+		set(v1alpha1.ConditionReconciled, metav1.ConditionTrue, v1alpha1.ReasonReconcileSucceeded, "")
+	}
+	if !o.seen {
+		reconciled()
+		return st, false
+	}
+	if o.endpoint != "" {
+		// The load balancer when there is one; else the ClusterIP, which
+		// works without cluster DNS from pods and nodes. Both are in the
+		// certificate.
+		st.Endpoint = o.endpoint
+	}
+	comps := o.components(in)
+	etcd, api := comps[v1alpha1.ComponentEtcd], comps[v1alpha1.ComponentAPIServer]
+	kcm, sched := comps[v1alpha1.ComponentControllerManager], comps[v1alpha1.ComponentScheduler]
 	st.Etcd, st.APIServer, st.ControllerManager, st.Scheduler = etcd.status, api.status, kcm.status, sched.status
 	st.Replicas = api.status.Replicas
 	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(in, v1alpha1.ComponentAPIServer)).String()
-	// The load balancer when there is one; else the ClusterIP, which works
-	// without cluster DNS from pods and nodes. Both are in the certificate.
-	st.Endpoint = builders.APIServerEndpoint(in, p)
-	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPaused)
 
-	set := func(typ string, ok bool, reason, notReason string) {
-		cond := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, ObservedGeneration: nc.Generation}
-		if !ok {
-			cond.Status, cond.Reason = metav1.ConditionFalse, notReason
+	available := func(typ string, ok bool, reason, notReason string) {
+		if ok {
+			set(typ, metav1.ConditionTrue, reason, "")
+		} else {
+			set(typ, metav1.ConditionFalse, notReason, "")
 		}
-		meta.SetStatusCondition(&st.Conditions, cond)
 	}
-	set(v1alpha1.ConditionEtcdReady, etcd.available, v1alpha1.ReasonQuorumReady, v1alpha1.ReasonQuorumNotReady)
-	set(v1alpha1.ConditionAPIServerAvailable, api.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
-	set(v1alpha1.ConditionControllerManagerAvailable, kcm.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
-	set(v1alpha1.ConditionSchedulerAvailable, sched.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
-	components := etcd.available && api.available && kcm.available && sched.available &&
-		etcd.done && api.done && kcm.done && sched.done
-	// Pods are listed only while a component is not rolled out: that is
-	// when an image can be missing (create, scale, upgrade).
+	available(v1alpha1.ConditionEtcdReady, etcd.available, v1alpha1.ReasonQuorumReady, v1alpha1.ReasonQuorumNotReady)
+	available(v1alpha1.ConditionAPIServerAvailable, api.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
+	available(v1alpha1.ConditionControllerManagerAvailable, kcm.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
+	available(v1alpha1.ConditionSchedulerAvailable, sched.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
 	images := metav1.Condition{Type: v1alpha1.ConditionImagesAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonImagesPresent}
-	if !components {
-		if images, err = c.imagesCondition(ctx, in, ns); err != nil {
-			return false, err
-		}
+	if o.images != nil {
+		images = *o.images
 	}
 	images.ObservedGeneration = nc.Generation
 	meta.SetStatusCondition(&st.Conditions, images)
-	ready := components && tenantReady
-	readyCond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAllComponentsAvailable, ObservedGeneration: nc.Generation}
+
+	switch t := o.tenant; {
+	case t.done:
+		set(v1alpha1.ConditionTenantBootstrapped, metav1.ConditionTrue, v1alpha1.ReasonBindingsApplied,
+			"group "+access.TenantAdminsGroup+" is bound to cluster-admin in the tenant")
+	case t.failure != "":
+		set(v1alpha1.ConditionTenantBootstrapped, metav1.ConditionFalse, v1alpha1.ReasonTenantBootstrapFailed, t.failure)
+	case api.available:
+		set(v1alpha1.ConditionTenantBootstrapped, metav1.ConditionFalse, v1alpha1.ReasonBootstrapPending, "")
+	default:
+		set(v1alpha1.ConditionTenantBootstrapped, metav1.ConditionFalse, v1alpha1.ReasonWaitingForAPIServer, "")
+	}
+
+	components := rolledOut(comps)
+	ready := components && o.tenant.done
 	switch {
 	case ready:
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAllComponentsAvailable, "")
 	case images.Status == metav1.ConditionFalse:
-		readyCond.Status, readyCond.Reason, readyCond.Message = metav1.ConditionFalse, v1alpha1.ReasonImagePullFailed, images.Message
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonImagePullFailed, images.Message)
 	case components:
-		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, v1alpha1.ReasonBootstrappingTenant // RBAC for the kubeconfig group
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonBootstrappingTenant, "") // RBAC for the kubeconfig group
 	default:
-		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, v1alpha1.ReasonComponentsNotReady
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonComponentsNotReady, "")
 	}
-	meta.SetStatusCondition(&st.Conditions, readyCond)
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReconciled, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonReconcileSucceeded, ObservedGeneration: nc.Generation})
+	reconciled()
 
 	upgrading := false
-	for _, o := range []observed{api, kcm, sched} {
-		upgrading = upgrading || (o.status.Version != "" && o.status.Version != in.Spec.Version)
+	for _, name := range upgradeOrder {
+		v := comps[name].status.Version
+		upgrading = upgrading || (v != "" && v != in.Spec.Version)
 	}
 	switch {
 	case ready:
@@ -124,28 +133,15 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	default:
 		st.Phase = v1alpha1.PhaseProvisioning
 	}
-	ready = c.applyUpgrade(nc, st, up, ready) // status.upgrade, Progressing, Degraded, phase
-	if _, err := c.writeStatus(ctx, nc, st); err != nil {
-		return false, err
-	}
-	return ready, terr
+	ready = applyUpgrade(nc, st, o.upgrade, ready) // status.upgrade, Progressing, Degraded, phase
+	return st, ready
 }
 
-func deploymentRef(ns, name string) *appsv1.Deployment {
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-}
-
-// observe reads a Deployment or StatefulSet; a missing one is simply not
-// available yet. Etcd is available with a quorum of ready members, a
-// Deployment with one ready replica; done means rolled out to desired.
-func (c *Controller) observe(ctx context.Context, proto builders.Object, desired int32, quorum bool) (observed, error) {
-	live, err := c.mgmt.Get(ctx, proto)
-	if apierrors.IsNotFound(err) {
-		return observed{}, nil
-	}
-	if err != nil {
-		return observed{}, fmt.Errorf("getting %s/%s: %w", proto.GetNamespace(), proto.GetName(), err)
-	}
+// observeWorkload is one component's state from its live workload (nil: it
+// does not exist yet, so it is not available). Etcd is available with a
+// quorum of ready members, a Deployment with one ready replica; done means
+// rolled out to desired.
+func observeWorkload(live builders.Object, desired int32, quorum bool) observed {
 	var o observed
 	seen := false // the workload controller has acted on the latest spec
 	switch w := live.(type) {
@@ -156,7 +152,7 @@ func (c *Controller) observe(ctx context.Context, proto builders.Object, desired
 		o.status = componentStatus(w.Status.Replicas, w.Status.ReadyReplicas, w.Status.UpdatedReplicas, w.Spec.Template)
 		seen = w.Status.ObservedGeneration >= w.Generation
 	default:
-		return observed{}, fmt.Errorf("observing %T: not a workload", live)
+		return observed{}
 	}
 	need := int32(1)
 	if quorum {
@@ -165,7 +161,7 @@ func (c *Controller) observe(ctx context.Context, proto builders.Object, desired
 	s := o.status
 	o.available = s.ReadyReplicas >= need
 	o.done = seen && s.Replicas == desired && s.ReadyReplicas >= desired && s.UpdatedReplicas >= desired
-	return o, nil
+	return o
 }
 
 func componentStatus(replicas, ready, updated int32, tpl corev1.PodTemplateSpec) v1alpha1.ComponentStatus {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
@@ -81,14 +80,13 @@ func (u *upgrade) event(typ, reason, message string) {
 	u.events = append(u.events, upgradeEvent{typ, reason, message})
 }
 
-// planUpgrade works out the version each component renders at. It reads
-// the three Deployments and, only when a step has stalled, their pods.
-func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (*upgrade, error) {
+// planUpgrade works out the version each component renders at, from the
+// sync's observation of the three Deployments; only when a step has
+// stalled does it read their pods.
+func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string, o *observation) (*upgrade, error) {
 	target := in.Spec.Version
-	comps, err := c.observeComponents(ctx, in, ns)
-	if err != nil {
-		return nil, err
-	}
+	comps := componentStates(in, o)
+	var err error
 	prev := nc.Status.Upgrade
 	running := prev != nil && prev.FinishedAt == nil
 	var from string // the first component not at the target, in forward order
@@ -167,24 +165,17 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 	return u, nil
 }
 
-// observeComponents reads the kube-* Deployments in upgradeOrder.
-func (c *Controller) observeComponents(ctx context.Context, in *capn.NestedCluster, ns string) ([]*componentState, error) {
-	replicas := map[string]*int32{
-		v1alpha1.ComponentAPIServer:         in.Spec.APIServer.Replicas,
-		v1alpha1.ComponentControllerManager: in.Spec.ControllerManager.Replicas,
-		v1alpha1.ComponentScheduler:         in.Spec.Scheduler.Replicas,
-	}
+// componentStates is the kube-* components in upgradeOrder as the
+// observation shows them.
+func componentStates(in *capn.NestedCluster, o *observation) []*componentState {
+	comps := o.components(in)
 	out := make([]*componentState, 0, len(upgradeOrder))
 	for _, name := range upgradeOrder {
-		// The Deployments are named after their components.
-		o, err := c.observe(ctx, deploymentRef(ns, name), ptr.Deref(replicas[name], 1), false)
-		if err != nil {
-			return nil, err
-		}
+		cs := comps[name]
 		// version is "" when the Deployment does not exist (yet).
-		out = append(out, &componentState{name: name, version: o.status.Version, done: o.done, status: o.status})
+		out = append(out, &componentState{name: name, version: cs.status.Version, done: cs.done, status: cs.status})
 	}
-	return out, nil
+	return out
 }
 
 // orderFor is upgradeOrder, reversed when any component runs newer than

@@ -10,14 +10,15 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
-// applyUpgrade lays the upgrade's part over the status updateStatus
-// derived, just before it is written, and records the upgrade's Events. It
+// applyUpgrade lays the upgrade's part over the status deriveStatus
+// derived; the upgrade's Events (u.events) are recorded once that status
+// is written. It
 // owns status.upgrade and the Progressing and Degraded conditions, and
 // overrides the phase while an upgrade runs (Upgrading) or has stalled
 // (Degraded). It returns ready, forced false while an upgrade runs so the
 // cluster is polled until it finishes (no Deployment watch yet). A nil or
 // untouched plan changes nothing: the steady state must not write.
-func (c *Controller) applyUpgrade(nc *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus, u *upgrade, ready bool) bool {
+func applyUpgrade(nc *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus, u *upgrade, ready bool) bool {
 	if u == nil || !u.touched {
 		return ready
 	}
@@ -51,9 +52,6 @@ func (c *Controller) applyUpgrade(nc *v1alpha1.NestedCluster, st *v1alpha1.Neste
 	}
 	if u.active != nil && u.stalled == "" {
 		st.Phase = v1alpha1.PhaseUpgrading
-	}
-	for _, e := range u.events {
-		c.recorder.Event(nc, e.typ, e.reason, e.message)
 	}
 	return ready && u.active == nil
 }

@@ -10,10 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn"
@@ -67,70 +65,32 @@ func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedClus
 }
 
 // ensureWorkloads applies everything but the namespace and Services
-// (ensured before, since the rest depends on them). live are the workloads
-// as they run now (liveWorkloads), for the quota.
-func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, live []builders.Object) error {
+// (ensured before, since the rest depends on them). o is the sync's
+// observation: its workloads size the quota during a rollout, and what is
+// applied here replaces them in it.
+func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, o *observation) error {
 	objs, err := builders.All(in, p)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
 	}
-	quotaForRollout(in, p, objs, live)
+	quotaForRollout(in, p, objs, o.live())
 	var applied []string
-	for _, o := range objs {
-		switch o.(type) {
+	for _, obj := range objs {
+		switch obj.(type) {
 		case *corev1.Namespace, *corev1.Service:
 			continue
 		}
-		_, changed, err := c.applyIfChanged(ctx, o)
+		live, changed, err := c.applyIfChanged(ctx, obj)
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", kindOf(o), o.GetName(), err)
+			return fmt.Errorf("%s %s: %w", kindOf(obj), obj.GetName(), err)
 		}
 		if changed {
-			applied = append(applied, kindOf(o)+"/"+o.GetName())
+			applied = append(applied, kindOf(obj)+"/"+obj.GetName())
+			o.record(live)
 		}
 	}
 	c.reportApplied(ctx, nc, applied)
 	return c.prune(ctx, nc, p.Namespace, objs)
-}
-
-// liveWorkloads reads the control plane's StatefulSet (managed etcd) and
-// Deployments as they run now; missing ones are left out. One read serves
-// the etcd image to keep and the quota.
-func (c *Controller) liveWorkloads(ctx context.Context, in *capn.NestedCluster, ns string) ([]builders.Object, error) {
-	var protos []builders.Object
-	if in.Spec.Etcd.Managed != nil {
-		protos = append(protos, &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.EtcdName}})
-	}
-	for _, name := range []string{provisioner.APIServerName, provisioner.ControllerManagerName, provisioner.SchedulerName} {
-		protos = append(protos, &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
-	}
-	var out []builders.Object
-	for _, proto := range protos {
-		live, err := c.mgmt.Get(ctx, proto)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("getting %s %s/%s: %w", kindOf(proto), ns, proto.GetName(), err)
-		default:
-			live.GetObjectKind().SetGroupVersionKind(proto.GetObjectKind().GroupVersionKind())
-			out = append(out, live)
-		}
-	}
-	return out, nil
-}
-
-// runningEtcdImage is the image of the live etcd StatefulSet's etcd
-// container ("" before it exists, or with an external etcd): the fact, not
-// status, which anyone with /status access could rewrite.
-func runningEtcdImage(live []builders.Object) string {
-	for _, o := range live {
-		if sts, ok := o.(*appsv1.StatefulSet); ok && sts.Name == provisioner.EtcdName {
-			return componentStatus(0, 0, 0, sts.Spec.Template).Image
-		}
-	}
-	return ""
 }
 
 // quotaForRollout re-renders the ResourceQuota in objs from the rendered
@@ -183,7 +143,7 @@ func (c *Controller) applyIfChanged(ctx context.Context, obj builders.Object) (b
 	case !apierrors.IsNotFound(err):
 		return nil, false, fmt.Errorf("getting: %w", err)
 	}
-	out, err := c.mgmt.Apply(ctx, obj)
+	out, err := c.mgmt.Apply(ctx, FieldManager, obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("applying: %w", err)
 	}

@@ -26,6 +26,11 @@ const (
 	// runs: a failed certificate renewal does not stop a serving cluster,
 	// but it must not hide behind Ready=True either.
 	ConditionReconciled = "Reconciled"
+	// ConditionTenantBootstrapped is True once capn has bound the group of
+	// the kubeconfigs it issues (capn:tenant-admins) to cluster-admin inside
+	// the tenant, for the cluster's current CA. capn records that in its
+	// management namespace, so a restart of capn does not redo it.
+	ConditionTenantBootstrapped = "TenantBootstrapped"
 )
 
 // Condition reasons that clients may act on.
@@ -45,6 +50,23 @@ const (
 	ReasonAllComponentsAvailable = "AllComponentsAvailable"
 	ReasonBootstrappingTenant    = "BootstrappingTenant" // components up, tenant RBAC not yet
 	ReasonComponentsNotReady     = "ComponentsNotReady"
+	// TenantBootstrapped's reasons.
+	ReasonBindingsApplied       = "BindingsApplied"
+	ReasonBootstrapPending      = "Pending"
+	ReasonWaitingForAPIServer   = "WaitingForAPIServer"
+	ReasonTenantBootstrapFailed = "TenantBootstrapFailed"
+)
+
+// Reconciled=False reasons: the sync step that failed.
+const (
+	ReasonNamespaceFailed    = "NamespaceFailed"
+	ReasonObserveFailed      = "ObserveFailed"
+	ReasonServicesFailed     = "ServicesFailed"
+	ReasonPKIFailed          = "PKIFailed"
+	ReasonExternalEtcdFailed = "ExternalEtcdFailed"
+	ReasonUpgradePlanFailed  = "UpgradePlanFailed"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonDeleteFailed       = "DeleteFailed"
 )
 
 // ImagePullReasons are the kubelet's container waiting reasons that mean the
