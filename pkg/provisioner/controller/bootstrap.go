@@ -6,16 +6,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/pki"
@@ -25,12 +28,15 @@ import (
 type TenantClientFunc func(server string, ca *pki.CA, now time.Time) (kubernetes.Interface, error)
 
 // TenantBootstrapAnnotation, on the management namespace, is the durable
-// record of the tenant bootstrap: the sha256 of the cluster CA certificate
-// the bindings were made with. It is written by its own field manager
+// record of the tenant bootstrap (bootstrapKey): a sha256 over the cluster
+// CA certificate the bindings were made with and the UIDs of the etcd pods
+// that stored them. It is written by its own field manager
 // (BootstrapFieldManager), so the namespace's next apply neither removes
 // it nor sees it as drift. Tenants cannot write management namespaces, so
-// unlike status it cannot be forged; and a CA made again (a repaired
-// namespace, so a new tenant) no longer matches it, so bootstrap runs again.
+// unlike status it cannot be forged. A CA made again (a repaired
+// namespace, so a new tenant) or an etcd pod replaced (a Memory or
+// EmptyDir etcd that lost its data, and with it the bindings) no longer
+// matches, so the bootstrap runs again, without a capn restart.
 const TenantBootstrapAnnotation = "capn.dev/tenant-bootstrap"
 
 // BootstrapFieldManager owns TenantBootstrapAnnotation.
@@ -75,10 +81,34 @@ const DefaultTenantConcurrency = 4
 // bounded by access.TenantRequestTimeout).
 const tenantBootstrapTimeout = 30 * time.Second
 
-// caFingerprint is TenantBootstrapAnnotation's value for a CA certificate.
-func caFingerprint(cert []byte) string {
-	sum := sha256.Sum256(cert)
-	return hex.EncodeToString(sum[:])
+// bootstrapKey is TenantBootstrapAnnotation's value for a CA certificate
+// and the etcd pods (none with an external etcd, which capn does not run
+// and cannot see lose data). A replaced pod of a PersistentVolume etcd also
+// changes it: the bootstrap then runs again and finds the bindings in
+// place, which costs a few requests and no Event.
+func bootstrapKey(caCert []byte, etcdPods []string) string {
+	h := sha256.New()
+	h.Write(caCert)
+	for _, uid := range slices.Sorted(slices.Values(etcdPods)) {
+		h.Write([]byte("\n" + uid))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// etcdPodUIDs are the UIDs of the managed etcd's pods (cached).
+func (c *Controller) etcdPodUIDs(ctx context.Context, in *capn.NestedCluster, ns string) ([]string, error) {
+	if in.Spec.Etcd.Managed == nil {
+		return nil, nil
+	}
+	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(in, v1alpha1.ComponentEtcd)))
+	if err != nil {
+		return nil, fmt.Errorf("listing etcd pods in %s: %w", ns, err)
+	}
+	uids := make([]string, 0, len(pods))
+	for _, p := range pods {
+		uids = append(uids, string(p.UID))
+	}
+	return uids, nil
 }
 
 // ensureTenantAccess is the sync step that gets the tenant's first RBAC
@@ -96,7 +126,11 @@ func caFingerprint(cert []byte) string {
 // no memory, across capn restarts too. ca is the cluster CA Secret's data
 // as ensurePKI left it.
 func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) error {
-	caID := caFingerprint(ca[corev1.TLSCertKey])
+	etcdPods, err := c.etcdPodUIDs(ctx, in, p.Namespace)
+	if err != nil {
+		return failed(v1alpha1.ReasonObserveFailed, err)
+	}
+	caID := bootstrapKey(ca[corev1.TLSCertKey], etcdPods)
 	ns, err := c.mgmt.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}})
 	if err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, fmt.Errorf("getting namespace %s: %w", p.Namespace, err))

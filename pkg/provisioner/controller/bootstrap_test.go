@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -216,4 +217,33 @@ func conditionMessages(nc *v1alpha1.NestedCluster) []string {
 		out = append(out, c.Message)
 	}
 	return out
+}
+
+// A Memory or EmptyDir etcd whose pod is replaced has lost the bindings
+// with its data: the record names the etcd pods, so capn bootstraps again
+// without a restart of its own.
+func TestTenantBootstrapRedoneAfterEtcdPodReplaced(t *testing.T) {
+	f := newFixture(t, testCluster())
+	f.sync()
+	ns := managementNamespace(f.nc)
+	etcdPod := func(uid string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-0", UID: types.UID(uid),
+			Labels: map[string]string{v1alpha1.ClusterLabel: f.nc.Name, v1alpha1.ComponentLabel: v1alpha1.ComponentEtcd}}}
+	}
+	ctx := context.Background()
+	_, err := f.kube.CoreV1().Pods(ns).Create(ctx, etcdPod("first"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.markReady()
+	f.syncTenant()
+	require.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady), "%+v", f.nc.Status.Conditions)
+	require.Len(t, f.tenantServers, 1)
+	f.sync()
+	require.Len(t, f.tenantServers, 1, "an unchanged etcd pod needs no bootstrap")
+
+	require.NoError(t, f.kube.CoreV1().Pods(ns).Delete(ctx, "etcd-0", metav1.DeleteOptions{}))
+	_, err = f.kube.CoreV1().Pods(ns).Create(ctx, etcdPod("second"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.syncTenant()
+	assert.Len(t, f.tenantServers, 2, "a replaced etcd pod did not bring the bootstrap back")
+	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady))
 }
