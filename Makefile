@@ -105,6 +105,8 @@ bench-e2e: build tools ## Startup time and RSS of the real capn-apiserver, again
 SCALE_N ?= 100,300,1000
 SCALE_STEADY ?= 10m
 SCALE_OUT ?= $(CURDIR)/docs/benchmarks
+READY_RUNS ?= 5
+READY_OUT ?= $(OUT)/bench-ready
 # Also run each N with this --management-qps, as a baseline (empty: none).
 SCALE_BASELINE_QPS ?=
 
@@ -117,9 +119,27 @@ bench-scale: build tools ## Provisioner at scale: SCALE_N NestedClusters on a kw
 		go test -tags e2e -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 4h -v ./test/e2e/
 	cd hack/tools/benchplot && GOWORK=off go run . -in $(SCALE_OUT) -out $(SCALE_OUT)
 
+.PHONY: bench-ready
+bench-ready: build tools images ## Create→Ready of one NestedCluster at a time on an idle real node, by phase (READY_RUNS runs); CSV into READY_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_READY_RUNS=$(READY_RUNS) CAPN_BENCH_OUT=$(READY_OUT) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkReady$$' -benchtime 1x -timeout 1h -v ./test/e2e/
+
 .PHONY: bench-scale-smoke
 bench-scale-smoke: ## bench-scale with 20 clusters and 30 s of steady state, output under _output (what CI runs).
 	$(MAKE) bench-scale SCALE_N=20 SCALE_STEADY=30s SCALE_OUT=$(OUT)/bench-scale
+
+API_N ?= 200
+API_OUT ?= $(OUT)/bench-api
+
+.PHONY: bench-api
+bench-api: build tools ## nestedclusters through the aggregator against a CRD with the same schema: create/get/list/update/watch p50/p99 and their ratio, API_N of each; api.csv into API_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) \
+	CAPN_BENCH_API_N=$(API_N) CAPN_BENCH_OUT=$(API_OUT) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkAPI$$' -benchtime 1x -timeout 1h -v ./test/e2e/
+
+.PHONY: bench-api-smoke
+bench-api-smoke: ## bench-api with 20 of each op, output under _output/bench-api-smoke.
+	$(MAKE) bench-api API_N=20 API_OUT=$(OUT)/bench-api-smoke
 
 .PHONY: update
 update: ## Regenerate code in pkg/generated and pkg/apis.

@@ -106,7 +106,7 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 		},
 		// /readyz needs quorum, so three members must all be started
 		// before any is ready: the startup probe allows for that.
-		StartupProbe:   httpProbe("/readyz", profiles.EtcdMetricsPort, 10, 30),
+		StartupProbe:   startupProbe(httpProbe("/readyz", profiles.EtcdMetricsPort, 10, 30), p.Revisions.For(v1alpha1.ComponentEtcd), 300),
 		LivenessProbe:  httpProbe("/livez", profiles.EtcdMetricsPort, 10, 8),
 		ReadinessProbe: httpProbe("/readyz", profiles.EtcdMetricsPort, 5, 3),
 		VolumeMounts: []corev1.VolumeMount{
@@ -135,9 +135,11 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	place(&tpl.Spec, p.Placement)
 
 	selector := provisioner.SelectorLabels(nc, v1alpha1.ComponentEtcd)
+	stsMeta := objectMeta(nc, p, provisioner.EtcdName, v1alpha1.ComponentEtcd)
+	stampRevision(&stsMeta, p.Revisions.For(v1alpha1.ComponentEtcd))
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: objectMeta(nc, p, provisioner.EtcdName, v1alpha1.ComponentEtcd),
+		ObjectMeta: stsMeta,
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    ptr.To(replicas),
 			Selector:    &metav1.LabelSelector{MatchLabels: selector},

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -25,6 +26,12 @@ func TestLegacyNamespaceRendersAsBefore(t *testing.T) {
 	nc := decodeNestedCluster(t, "testdata/minimal/input.yaml")
 	p := defaultParams
 	p.Namespace = provisioner.LegacyNamespace(nc)
+	// Its workloads run at template revision 1 (they carry no revision
+	// annotation), and the controller keeps them there (revision.go).
+	p.Revisions = TemplateRevisions{}
+	for _, c := range v1alpha1.Components() {
+		p.Revisions[c] = 1
+	}
 	all, err := All(nc, p)
 	require.NoError(t, err)
 	// The namespace policy (policy.go) is new since that release: only

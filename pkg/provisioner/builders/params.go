@@ -71,6 +71,9 @@ type Params struct {
 	// Placement is where the provider runs control-plane pods; tenants
 	// cannot set any of it (podTemplate validation refuses placement).
 	Placement Placement
+	// Revisions is the template revision each workload is rendered at
+	// (revision.go); nil renders everything at LatestTemplateRevision.
+	Revisions TemplateRevisions
 }
 
 // Placement is the provider's scheduling of every control-plane pod

@@ -29,9 +29,11 @@ func deployment(nc *capn.NestedCluster, p Params, name, component string, replic
 		strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
 	place(&tpl.Spec, p.Placement)
+	meta := objectMeta(nc, p, name, component)
+	stampRevision(&meta, p.Revisions.For(component))
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: objectMeta(nc, p, name, component),
+		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: provisioner.SelectorLabels(nc, component)},

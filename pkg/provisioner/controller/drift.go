@@ -60,6 +60,18 @@ func ownedFields(live builders.Object) (any, error) {
 // ownsDesired reports whether capn's owned fields of live already are
 // desired: then an apply would change nothing.
 func ownsDesired(live, desired builders.Object) (bool, error) {
+	return ownsDesiredAt(live, desired)
+}
+
+// ownsDesiredTemplate is ownsDesired for spec.template alone: false means
+// applying desired would roll the workload's pods.
+func ownsDesiredTemplate(live, desired builders.Object) (bool, error) {
+	return ownsDesiredAt(live, desired, "spec", "template")
+}
+
+// ownsDesiredAt compares the owned fields of live with desired at path
+// (the whole object when empty).
+func ownsDesiredAt(live, desired builders.Object, path ...string) (bool, error) {
 	owned, err := ownedFields(live)
 	if err != nil {
 		return false, err
@@ -72,7 +84,18 @@ func ownsDesired(live, desired builders.Object) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return reflect.DeepEqual(a, b), nil
+	return reflect.DeepEqual(dig(a, path), dig(b, path)), nil
+}
+
+func dig(v any, path []string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
 }
 
 // normalized is v as JSON data without what an apply does not set:

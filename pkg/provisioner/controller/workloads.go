@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
@@ -69,7 +70,7 @@ func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedClus
 // observation: its workloads size the quota during a rollout, and what is
 // applied here replaces them in it.
 func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, o *observation) error {
-	objs, err := builders.All(in, p)
+	objs, err := renderAtRevisions(in, p, o)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
 	}
@@ -91,6 +92,47 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 	}
 	c.reportApplied(ctx, nc, applied)
 	return c.prune(ctx, nc, p.Namespace, objs)
+}
+
+// renderAtRevisions renders the control plane with each existing workload
+// at the template revision it runs (builders/revision.go), so that a capn
+// release that changes a pod-template default rolls no tenant by itself.
+// A workload whose pod template changes anyway (a spec edit, an upgrade
+// step, a renewed certificate, a hand edit being repaired) moves to the
+// latest revision in the same roll.
+func renderAtRevisions(in *capn.NestedCluster, p builders.Params, o *observation) ([]builders.Object, error) {
+	p.Revisions = builders.TemplateRevisions{}
+	for component, live := range o.workloads {
+		p.Revisions[component] = builders.RevisionOf(live)
+	}
+	objs, err := builders.All(in, p)
+	if err != nil {
+		return nil, err
+	}
+	moved := false
+	for _, obj := range objs {
+		switch obj.(type) {
+		case *appsv1.Deployment, *appsv1.StatefulSet:
+		default:
+			continue
+		}
+		live, ok := o.workloads[obj.GetName()] // workloads are named after their components
+		if !ok || kindOf(live) != kindOf(obj) || p.Revisions.For(obj.GetName()) >= builders.LatestTemplateRevision {
+			continue
+		}
+		same, err := ownsDesiredTemplate(live, obj)
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			p.Revisions[obj.GetName()] = builders.LatestTemplateRevision
+			moved = true
+		}
+	}
+	if !moved {
+		return objs, nil
+	}
+	return builders.All(in, p)
 }
 
 // quotaForRollout re-renders the ResourceQuota in objs from the rendered

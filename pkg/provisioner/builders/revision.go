@@ -1,0 +1,84 @@
+package builders
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Template revisions.
+//
+// A template revision is a set of capn's own pod-template defaults that
+// no NestedCluster field controls (today: probe timing). Changing such a
+// default would otherwise restart every tenant's control plane on the capn
+// upgrade that ships it, all at once, and a single-member EmptyDir or
+// Memory etcd would lose its data. So a workload records the revision it
+// was rendered at (TemplateRevisionAnnotation, on the workload's own
+// metadata, which rolls nothing), and the controller renders an existing
+// workload at that revision until its pod template changes for another
+// reason (a spec edit, an upgrade, a renewed certificate): the new
+// defaults then ride along with a roll that happens anyway. New workloads
+// start at LatestTemplateRevision.
+// TemplateRevisionAnnotation holds the revision; absent means 1, the
+// revision of every workload rendered before revisions existed.
+const TemplateRevisionAnnotation = "capn.dev/template-revision"
+
+// LatestTemplateRevision is what new workloads get:
+//
+//	1: startup probes every 10 s.
+//	2: startup probes every 1 s with the same total budget, so a component
+//	   is seen started within a second of starting, not up to ten later.
+//
+// A variable only so that tests can play an older capn; nothing else sets
+// it.
+var LatestTemplateRevision = 2
+
+// TemplateRevisions maps a component to the revision to render it at;
+// a component that is absent (or 0) gets LatestTemplateRevision.
+type TemplateRevisions map[string]int
+
+// For is component's revision.
+func (r TemplateRevisions) For(component string) int {
+	if v := r[component]; v > 0 {
+		return v
+	}
+	return LatestTemplateRevision
+}
+
+// RevisionOf reads a live workload's revision.
+func RevisionOf(obj metav1.Object) int {
+	v, ok := obj.GetAnnotations()[TemplateRevisionAnnotation]
+	if !ok {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// stampRevision records rev on a workload's metadata; revision 1 carries
+// no annotation, so a workload rendered at 1 is byte for byte what capn
+// rendered before revisions existed (no write, no roll).
+func stampRevision(meta *metav1.ObjectMeta, rev int) {
+	if rev <= 1 {
+		return
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[TemplateRevisionAnnotation] = strconv.Itoa(rev)
+}
+
+// startupProbe is a startup probe at rev's timing allowing budget seconds
+// in all; probe is the probe to time (its handler).
+func startupProbe(probe *corev1.Probe, rev int, budget int32) *corev1.Probe {
+	period := int32(1)
+	if rev <= 1 {
+		period = 10
+	}
+	probe.PeriodSeconds, probe.FailureThreshold = period, budget/period
+	return probe
+}

@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/builders"
+)
+
+// A capn release that changes a pod-template default (a new template
+// revision) must not roll the tenants that exist: their workloads keep the
+// revision they run until their pods roll for another reason, and then
+// move to the new one in that same roll. Here the older capn is played by
+// LatestTemplateRevision = 1.
+func TestNewTemplateRevisionRollsNoTenant(t *testing.T) {
+	latest := builders.LatestTemplateRevision
+	t.Cleanup(func() { builders.LatestTemplateRevision = latest })
+	builders.LatestTemplateRevision = 1
+	f := newFixture(t, testCluster())
+	f.sync()
+	f.markReady()
+	f.syncTenant()
+
+	builders.LatestTemplateRevision = latest // capn upgraded
+	f.mgmt.reset()
+	f.sync()
+	assert.Empty(t, f.mgmt.writes, "the new revision alone rolled a tenant")
+
+	ctx, ns := context.Background(), managementNamespace(f.nc)
+	f.setCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.ControllerManager.ExtraArgs = map[string]string{"v": "4"}
+		nc.Generation++
+	})
+	f.sync()
+	kcm, err := f.kube.AppsV1().Deployments(ns).Get(ctx, v1alpha1.ComponentControllerManager, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, latest, builders.RevisionOf(kcm), "kcm rolled for its spec change but kept the old revision")
+	assert.Equal(t, int32(1), kcm.Spec.Template.Spec.Containers[0].StartupProbe.PeriodSeconds)
+	for _, name := range []string{v1alpha1.ComponentAPIServer, v1alpha1.ComponentScheduler} {
+		d, err := f.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, 1, builders.RevisionOf(d), "%s moved without a roll of its own", name)
+	}
+	etcd, err := f.kube.AppsV1().StatefulSets(ns).Get(ctx, provisioner.EtcdName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, builders.RevisionOf(etcd), "etcd moved: an EmptyDir etcd would have lost its data")
+	assert.Equal(t, int32(10), etcd.Spec.Template.Spec.Containers[0].StartupProbe.PeriodSeconds)
+}
