@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -14,7 +13,7 @@ import (
 // ConfigMap, a Deployment whose pods carry nestedcluster.APIServerSelector
 // (so /scale and HPA find them), the Service that exposes it per
 // spec.apiServer.service and, with more than one replica, a PDB.
-func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
+func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	const component = v1alpha1.ComponentAPIServer
 	spec := &nc.Spec.APIServer
 	replicas, err := replicasOf(spec.Replicas, "spec.apiServer.replicas")

@@ -16,6 +16,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/install"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 )
 
@@ -70,18 +71,24 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// testScheme is the API server's: it decodes, defaults and converts.
+var testScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
 // decodeNestedCluster reads a v1alpha1 manifest the way the API server
 // does: strict decoding, defaulting, conversion to the internal version;
-// then it must pass validation, so goldens only show valid clusters.
-func decodeNestedCluster(t *testing.T, path string) *capn.NestedCluster {
+// then it must pass validation, so goldens only show valid clusters. It
+// returns the cluster as the provisioner reads it (served).
+func decodeNestedCluster(t *testing.T, path string) *v1alpha1.NestedCluster {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	install.Install(scheme)
-	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
+	codecs := serializer.NewCodecFactory(testScheme, serializer.EnableStrict)
 	obj, _, err := codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
 		t.Fatalf("decode %s: %v", path, err)
@@ -96,12 +103,22 @@ func decodeNestedCluster(t *testing.T, path string) *capn.NestedCluster {
 	if errs := validation.ValidateNestedCluster(nc); len(errs) > 0 {
 		t.Fatalf("%s is not a valid NestedCluster: %v", path, errs.ToAggregate())
 	}
-	return nc
+	return served(t, nc)
+}
+
+// served is in as the API server serves it to the provisioner.
+func served(t testing.TB, in *capn.NestedCluster) *v1alpha1.NestedCluster {
+	t.Helper()
+	out := &v1alpha1.NestedCluster{}
+	if err := testScheme.Convert(in, out, nil); err != nil {
+		t.Fatalf("converting %s/%s: %v", in.Namespace, in.Name, err)
+	}
+	return out
 }
 
 // render writes the objects as YAML documents sorted by kind and name,
 // headed by the derived endpoints and SANs the controller's PKI will use.
-func render(t *testing.T, nc *capn.NestedCluster, p Params, objs []Object) []byte {
+func render(t *testing.T, nc *v1alpha1.NestedCluster, p Params, objs []Object) []byte {
 	t.Helper()
 	sort.SliceStable(objs, func(i, j int) bool {
 		ki, kj := objs[i].GetObjectKind().GroupVersionKind().Kind, objs[j].GetObjectKind().GroupVersionKind().Kind

@@ -1,7 +1,7 @@
-// Package builders turns a defaulted, validated NestedCluster (internal
-// version) into the management-cluster objects of its control plane: pure
-// functions, no clients. The controller creates the Secrets they reference
-// (provisioner.Secret*) and applies what they return.
+// Package builders turns a defaulted, validated NestedCluster (v1alpha1, as
+// the API server serves it) into the management-cluster objects of its
+// control plane: pure functions, no clients. The controller creates the
+// Secrets they reference (provisioner.Secret*) and applies what they return.
 package builders
 
 import (
@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -92,7 +91,7 @@ func place(spec *corev1.PodSpec, pl Placement) {
 }
 
 // namespaceOf is the namespace every object of nc is rendered into.
-func namespaceOf(nc *capn.NestedCluster, p Params) string {
+func namespaceOf(nc *v1alpha1.NestedCluster, p Params) string {
 	if p.Namespace != "" {
 		return p.Namespace
 	}
@@ -110,7 +109,7 @@ type ComponentVersions struct {
 }
 
 // For returns the version component renders at under nc.
-func (v ComponentVersions) For(nc *capn.NestedCluster, component string) string {
+func (v ComponentVersions) For(nc *v1alpha1.NestedCluster, component string) string {
 	var pinned string
 	switch component {
 	case v1alpha1.ComponentAPIServer:
@@ -140,9 +139,9 @@ type Object interface {
 // force before any pod is created: the LimitRange before the quota, which
 // refuses pods without limits that only the LimitRange fills in. The quota
 // is derived from the workloads, so it is built last.
-func All(nc *capn.NestedCluster, p Params) ([]Object, error) {
+func All(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	var workloads []Object
-	for _, build := range []func(*capn.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler} {
+	for _, build := range []func(*v1alpha1.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler} {
 		objs, err := build(nc, p)
 		if err != nil {
 			return nil, err
@@ -157,7 +156,7 @@ func All(nc *capn.NestedCluster, p Params) ([]Object, error) {
 // Namespace is the management namespace. Pod Security enforces "baseline",
 // the level the API's podTemplate validation guarantees; capn's own pods
 // meet "restricted", so a warning means a user's podTemplate lowered it.
-func Namespace(nc *capn.NestedCluster, p Params) *corev1.Namespace {
+func Namespace(nc *v1alpha1.NestedCluster, p Params) *corev1.Namespace {
 	labels := provisioner.OwnerLabels(nc)
 	labels["pod-security.kubernetes.io/enforce"] = "baseline"
 	labels["pod-security.kubernetes.io/warn"] = "restricted"
@@ -171,7 +170,7 @@ func Namespace(nc *capn.NestedCluster, p Params) *corev1.Namespace {
 // APIServerURL is how kube-controller-manager, kube-scheduler and capn
 // reach the tenant apiserver from inside the management cluster: the
 // Service ClusterIP when known, else its DNS name.
-func APIServerURL(nc *capn.NestedCluster, p Params) string {
+func APIServerURL(nc *v1alpha1.NestedCluster, p Params) string {
 	host := provisioner.APIServerName + "." + namespaceOf(nc, p) + ".svc"
 	if p.APIServerServiceIP != "" {
 		host = p.APIServerServiceIP
@@ -182,7 +181,7 @@ func APIServerURL(nc *capn.NestedCluster, p Params) string {
 // APIServerEndpoint is where tenants reach their apiserver: the load
 // balancer when there is one, else APIServerURL. It is status.endpoint and
 // the server of every kubeconfig the /kubeconfig subresource issues.
-func APIServerEndpoint(nc *capn.NestedCluster, p Params) string {
+func APIServerEndpoint(nc *v1alpha1.NestedCluster, p Params) string {
 	if a := p.APIServerExternalAddress; a != "" {
 		return "https://" + joinHostPort(a, nc.Spec.APIServer.Service.Port)
 	}
@@ -190,7 +189,7 @@ func APIServerEndpoint(nc *capn.NestedCluster, p Params) string {
 }
 
 // etcdClientURL is the managed etcd's client Service, by IP when known.
-func etcdClientURL(nc *capn.NestedCluster, p Params) string {
+func etcdClientURL(nc *v1alpha1.NestedCluster, p Params) string {
 	host := provisioner.EtcdName + "." + namespaceOf(nc, p) + ".svc"
 	if p.EtcdServiceIP != "" {
 		host = p.EtcdServiceIP

@@ -3,7 +3,7 @@ package builders
 import (
 	"net/netip"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -38,7 +38,7 @@ func (s *SANs) add(names ...string) {
 // the first IP of the tenant's service range), the management Service's
 // DNS name and, when known, its ClusterIP and load-balancer address,
 // loopback, and spec.apiServer.certSANs.
-func APIServerSANs(nc *capn.NestedCluster, p Params) SANs {
+func APIServerSANs(nc *v1alpha1.NestedCluster, p Params) SANs {
 	ns := namespaceOf(nc, p)
 	var s SANs
 	s.add("kubernetes", "kubernetes.default", "kubernetes.default.svc",
@@ -52,7 +52,7 @@ func APIServerSANs(nc *capn.NestedCluster, p Params) SANs {
 
 // EtcdServerSANs: the client Service (name and, when known, IP), every
 // member's stable name under the headless Service, and loopback.
-func EtcdServerSANs(nc *capn.NestedCluster, p Params) SANs {
+func EtcdServerSANs(nc *v1alpha1.NestedCluster, p Params) SANs {
 	ns := namespaceOf(nc, p)
 	var s SANs
 	s.add(provisioner.EtcdName, provisioner.EtcdName+"."+ns, provisioner.EtcdName+"."+ns+".svc",
@@ -63,7 +63,7 @@ func EtcdServerSANs(nc *capn.NestedCluster, p Params) SANs {
 // EtcdPeerSANs: members address each other by their headless-Service names
 // (three members). A single member has no peers, so its pod-IP peer URL
 // needs no SAN.
-func EtcdPeerSANs(nc *capn.NestedCluster, p Params) SANs {
+func EtcdPeerSANs(nc *v1alpha1.NestedCluster, p Params) SANs {
 	ns := namespaceOf(nc, p)
 	var s SANs
 	s.add("*." + provisioner.EtcdHeadlessServiceName + "." + ns + ".svc")

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/builders"
@@ -69,7 +68,7 @@ const tenantBootstrapTimeout = 30 * time.Second
 // they end. Success is remembered per cluster UID and CA, so a resync costs
 // no request; a capn restart re-applies, which also repairs bindings a
 // tenant removed. ca is the cluster CA Secret's data as ensurePKI left it.
-func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, ca map[string][]byte, apiAvailable bool) (bool, error) {
+func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, apiAvailable bool) (bool, error) {
 	if !apiAvailable {
 		return false, nil
 	}

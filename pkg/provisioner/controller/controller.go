@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,8 +17,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
-	"capn.dev/capn/pkg/apis/capn/install"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
@@ -34,14 +31,6 @@ import (
 // workload changes arrive through WatchManagement, but a tenant apiserver
 // that is ready before its RBAC bootstrap succeeds changes nothing we watch.
 const notReadyRequeue = 30 * time.Second
-
-// scheme converts the served v1alpha1 objects to the internal version the
-// builders take, and defaults them on the way.
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	install.Install(s)
-	return s
-}()
 
 // Options are the controller's collaborators.
 type Options struct {
@@ -215,10 +204,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if nc.Spec.Paused {
 		return 0, c.pause(ctx, nc)
 	}
-	in, err := toInternal(nc)
-	if err != nil {
-		return 0, err
-	}
+	in := nc // served objects arrive defaulted (the API server defaults on decode, also from storage)
 	ns, err := c.ensureNamespace(ctx, nc, in)
 	if err != nil {
 		return 0, c.fail(ctx, nc, "NamespaceFailed", err)
@@ -284,15 +270,4 @@ func (c *Controller) fail(ctx context.Context, nc *v1alpha1.NestedCluster, reaso
 	}
 	c.recorder.Event(nc, "Warning", reason, msg)
 	return fmt.Errorf("%s: %w", reason, err)
-}
-
-// toInternal defaults a copy of nc and converts it for the builders.
-func toInternal(nc *v1alpha1.NestedCluster) (*capn.NestedCluster, error) {
-	v := nc.DeepCopy()
-	scheme.Default(v)
-	out := &capn.NestedCluster{}
-	if err := scheme.Convert(v, out, nil); err != nil {
-		return nil, fmt.Errorf("converting %s/%s: %w", nc.Namespace, nc.Name, err)
-	}
-	return out, nil
 }

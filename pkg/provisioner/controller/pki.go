@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
@@ -22,7 +21,7 @@ import (
 // its CertsHash rolls the pods when a certificate they read at start
 // changes, and the cluster CA in it serves the tenant bootstrap, so no
 // later step of the sync reads these Secrets again.
-func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) (pki.Data, error) {
+func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params) (pki.Data, error) {
 	ns := p.Namespace
 	secrets, err := c.mgmt.ListSecrets(ctx, ns)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
@@ -33,7 +32,7 @@ type observed struct {
 // that a kubeconfig fetched on Ready works at once. A failed bootstrap is
 // returned after the status is written. up is this sync's upgrade plan
 // (upgrade.go), laid over before writing; ca is the cluster CA Secret's data.
-func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, up *upgrade, ca map[string][]byte) (bool, error) {
+func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params, up *upgrade, ca map[string][]byte) (bool, error) {
 	ns := p.Namespace
 	etcd := observed{available: true, done: true} // external etcd: not ours to watch
 	var err error

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/versions"
@@ -83,7 +82,7 @@ func (u *upgrade) event(typ, reason, message string) {
 
 // planUpgrade works out the version each component renders at. It reads
 // the three Deployments and, only when a step has stalled, their pods.
-func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (*upgrade, error) {
+func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (*upgrade, error) {
 	target := in.Spec.Version
 	comps, err := c.observeComponents(ctx, in, ns)
 	if err != nil {
@@ -168,7 +167,7 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 }
 
 // observeComponents reads the kube-* Deployments in upgradeOrder.
-func (c *Controller) observeComponents(ctx context.Context, in *capn.NestedCluster, ns string) ([]*componentState, error) {
+func (c *Controller) observeComponents(ctx context.Context, in *v1alpha1.NestedCluster, ns string) ([]*componentState, error) {
 	replicas := map[string]*int32{
 		v1alpha1.ComponentAPIServer:         in.Spec.APIServer.Replicas,
 		v1alpha1.ComponentControllerManager: in.Spec.ControllerManager.Replicas,

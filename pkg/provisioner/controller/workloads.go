@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
@@ -33,7 +32,7 @@ const SpecHashAnnotation = "capn.dev/spec-hash"
 // certificates and flags of everything else (Params). Services do not
 // depend on the rest of Params, so rendering with only the namespace is
 // exact.
-func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (builders.Params, error) {
+func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (builders.Params, error) {
 	p := builders.Params{Namespace: ns, Placement: c.placement}
 	objs, err := builders.All(in, p)
 	if err != nil {
@@ -69,7 +68,7 @@ func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedClus
 // ensureWorkloads applies everything but the namespace and Services
 // (ensured before, since the rest depends on them). live are the workloads
 // as they run now (liveWorkloads), for the quota.
-func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, live []builders.Object) error {
+func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params, live []builders.Object) error {
 	objs, err := builders.All(in, p)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
@@ -96,7 +95,7 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 // liveWorkloads reads the control plane's StatefulSet (managed etcd) and
 // Deployments as they run now; missing ones are left out. One read serves
 // the etcd image to keep and the quota.
-func (c *Controller) liveWorkloads(ctx context.Context, in *capn.NestedCluster, ns string) ([]builders.Object, error) {
+func (c *Controller) liveWorkloads(ctx context.Context, in *v1alpha1.NestedCluster, ns string) ([]builders.Object, error) {
 	var protos []builders.Object
 	if in.Spec.Etcd.Managed != nil {
 		protos = append(protos, &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
@@ -137,7 +136,7 @@ func runningEtcdImage(live []builders.Object) string {
 // workloads and the live ones: while a change that lowers a component's
 // resources rolls out, its old pods still count at the old size, and a
 // quota of the new size alone would refuse the new pods and stall it.
-func quotaForRollout(in *capn.NestedCluster, p builders.Params, objs, live []builders.Object) {
+func quotaForRollout(in *v1alpha1.NestedCluster, p builders.Params, objs, live []builders.Object) {
 	for i, o := range objs {
 		if _, ok := o.(*corev1.ResourceQuota); ok {
 			objs[i] = builders.ResourceQuota(in, p, append(slices.Clone(objs), live...))

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/util/keyutil"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
 )
@@ -226,8 +226,8 @@ func TestSecretLayout(t *testing.T) {
 		}
 	}
 
-	ext := inputs(func(nc *capn.NestedCluster) {
-		nc.Spec.Etcd = capn.EtcdSpec{External: &capn.ExternalEtcd{Endpoints: []string{"https://etcd.example:2379"}}}
+	ext := inputs(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.Etcd = v1alpha1.EtcdSpec{External: &v1alpha1.ExternalEtcd{Endpoints: []string{"https://etcd.example:2379"}}}
 	})
 	all, err := GenerateCAs(now, ext.ClusterName)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
@@ -51,7 +50,7 @@ type Inputs struct {
 
 // InputsFor derives Inputs from a defaulted NestedCluster and the facts
 // the controller knows (p.CertsHash is ignored: it is computed from ours).
-func InputsFor(nc *capn.NestedCluster, p builders.Params) Inputs {
+func InputsFor(nc *v1alpha1.NestedCluster, p builders.Params) Inputs {
 	return Inputs{
 		ClusterName:    nc.Namespace + "/" + nc.Name,
 		APIServerURL:   builders.APIServerURL(nc, p),
