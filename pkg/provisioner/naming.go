@@ -1,7 +1,9 @@
 // Package provisioner holds the pure parts of the NestedCluster provisioner:
-// the names, labels and (in the subpackages) flag profiles and object
-// builders that turn a NestedCluster into the objects of its tenant control
-// plane. Nothing here talks to a cluster; the controller does the I/O.
+// the names, labels, addresses and certificate SANs of a cluster (this
+// package, so builders, pki, access and the controller agree on them) and,
+// in the subpackages, the flag profiles and object builders that turn a
+// NestedCluster into the objects of its tenant control plane. Nothing here
+// talks to a cluster; the controller does the I/O.
 package provisioner
 
 import (

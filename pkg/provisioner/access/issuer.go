@@ -16,7 +16,6 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -96,8 +95,8 @@ func Endpoint(ctx context.Context, c kubernetes.Interface, nc *v1alpha1.NestedCl
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the apiserver Service: %w", err)
 	}
-	p := builders.Params{APIServerServiceIP: svc.Spec.ClusterIP, APIServerExternalAddress: LoadBalancerAddress(svc)}
-	return ca, builders.APIServerEndpoint(nc, p), nil
+	a := provisioner.Addresses{APIServerServiceIP: svc.Spec.ClusterIP, APIServerExternalAddress: LoadBalancerAddress(svc)}
+	return ca, provisioner.APIServerEndpoint(nc, a), nil
 }
 
 // LoadBalancerAddress is a LoadBalancer Service's first ingress address (IP,

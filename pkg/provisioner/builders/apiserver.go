@@ -37,7 +37,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		etcdCA = file{provisioner.SecretExternalEtcdCA, corev1.ServiceAccountRootCAKey, profiles.FileEtcdCACert}
 		etcdClient = provisioner.SecretExternalEtcdClient
 	} else {
-		in.EtcdServers, in.EtcdPrefix = []string{etcdClientURL(nc, p)}, v1alpha1.DefaultEtcdPrefix
+		in.EtcdServers, in.EtcdPrefix = []string{provisioner.EtcdClientURL(nc, p.Addresses(), profiles.EtcdClientPort)}, v1alpha1.DefaultEtcdPrefix
 	}
 	flags, err := args(prof, component, in, spec.ExtraArgs)
 	if err != nil {

@@ -234,25 +234,3 @@ func TestAPIServerPodsMatchScaleSelector(t *testing.T) {
 		}
 	}
 }
-
-func TestLoadBalancerAddressIsTheEndpoint(t *testing.T) {
-	nc := cluster()
-	internal := Params{APIServerServiceIP: "10.96.0.10"}
-	if got := APIServerEndpoint(nc, internal); got != "https://10.96.0.10:6443" {
-		t.Errorf("endpoint without a load balancer = %s, want the ClusterIP", got)
-	}
-	for _, addr := range []string{"203.0.113.7", "tenant.example.com"} {
-		p := internal
-		p.APIServerExternalAddress = addr
-		if got := APIServerEndpoint(nc, p); got != "https://"+addr+":6443" {
-			t.Errorf("endpoint = %s, want the load balancer %s", got, addr)
-		}
-		if got := APIServerURL(nc, p); got != "https://10.96.0.10:6443" {
-			t.Errorf("in-cluster URL = %s: kcm and scheduler must keep the ClusterIP", got)
-		}
-		s := APIServerSANs(nc, p)
-		if !slices.Contains(s.IPAddresses, addr) && !slices.Contains(s.DNSNames, addr) {
-			t.Errorf("serving SANs %+v lack the load balancer %s", s, addr)
-		}
-	}
-}

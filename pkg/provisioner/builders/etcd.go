@@ -37,14 +37,14 @@ func Etcd(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns := namespaceOf(nc, p)
+	ns := provisioner.NamespaceOf(nc, p.Addresses())
 	in := profiles.Params{EtcdClusterToken: ns}
 	podIP, podName := "$("+profiles.EnvPodIP+")", "$("+profiles.EnvPodName+")"
 	if replicas == 1 {
 		peer := fmt.Sprintf("https://%s:%d", podIP, profiles.EtcdPeerPort)
 		in.EtcdInitialCluster = podName + "=" + peer
 		in.EtcdInitialAdvertisePeerURLs = peer
-		in.EtcdAdvertiseClientURLs = etcdClientURL(nc, p)
+		in.EtcdAdvertiseClientURLs = provisioner.EtcdClientURL(nc, p.Addresses(), profiles.EtcdClientPort)
 	} else {
 		domain := provisioner.EtcdHeadlessServiceName + "." + ns + ".svc"
 		members := make([]string, replicas)

@@ -73,27 +73,3 @@ func TestExternalEtcd(t *testing.T) {
 		t.Errorf("projected secrets %v: want the external-etcd copies only", secrets)
 	}
 }
-
-func TestURLsAndSANs(t *testing.T) {
-	nc := cluster(func(nc *v1alpha1.NestedCluster) {
-		nc.Spec.APIServer.CertSANs = []string{"api.example.com", "192.0.2.7"}
-	})
-	ns := provisioner.ManagementNamespace(nc)
-	if got, want := APIServerURL(nc, Params{}), "https://kube-apiserver."+ns+".svc:6443"; got != want {
-		t.Errorf("APIServerURL = %s, want %s", got, want)
-	}
-	if got := APIServerURL(nc, Params{APIServerServiceIP: "fd00::1"}); got != "https://[fd00::1]:6443" {
-		t.Errorf("APIServerURL with an IPv6 Service IP = %s", got)
-	}
-	s := APIServerSANs(nc, Params{APIServerServiceIP: "10.0.0.9"})
-	for _, ip := range []string{"10.96.0.1", "10.0.0.9", "192.0.2.7", "127.0.0.1"} {
-		if !slices.Contains(s.IPAddresses, ip) {
-			t.Errorf("apiserver SAN IPs %v lack %s", s.IPAddresses, ip)
-		}
-	}
-	for _, dns := range []string{"kubernetes.default.svc.cluster.local", "kube-apiserver." + ns + ".svc", "api.example.com"} {
-		if !slices.Contains(s.DNSNames, dns) {
-			t.Errorf("apiserver SAN names %v lack %s", s.DNSNames, dns)
-		}
-	}
-}

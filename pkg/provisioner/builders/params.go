@@ -7,9 +7,7 @@ package builders
 import (
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,15 +31,16 @@ const (
 // controller knows. The zero value is valid.
 type Params struct {
 	// APIServerServiceIP is the ClusterIP the management cluster gave the
-	// kube-apiserver Service. When set, APIServerURL (and so the kubeconfigs
-	// the controller writes) uses it instead of the Service's DNS name, and
-	// the serving certificate lists it: a node without cluster DNS cannot
-	// resolve the name.
+	// kube-apiserver Service. When set, provisioner.APIServerURL (and so
+	// the kubeconfigs the controller writes) uses it instead of the
+	// Service's DNS name, and the serving certificate lists it: a node
+	// without cluster DNS cannot resolve the name.
 	APIServerServiceIP string
 	// APIServerExternalAddress is the load balancer's address (IP or host
 	// name) once a LoadBalancer Service has one. Tenants outside the
 	// management cluster use it: it goes into the serving certificate and
-	// APIServerEndpoint. Components inside keep using the ClusterIP.
+	// provisioner.APIServerEndpoint. Components inside keep using the
+	// ClusterIP.
 	APIServerExternalAddress string
 	// EtcdServiceIP is the ClusterIP of the etcd client Service; when set,
 	// kube-apiserver's --etcd-servers uses it, for the same reason.
@@ -72,6 +71,17 @@ type Params struct {
 	Placement Placement
 }
 
+// Addresses are the facts of p that names, addresses and SANs depend on
+// (provisioner.APIServerURL and the rest).
+func (p Params) Addresses() provisioner.Addresses {
+	return provisioner.Addresses{
+		Namespace:                p.Namespace,
+		APIServerServiceIP:       p.APIServerServiceIP,
+		APIServerExternalAddress: p.APIServerExternalAddress,
+		EtcdServiceIP:            p.EtcdServiceIP,
+	}
+}
+
 // Placement is the provider's scheduling of every control-plane pod
 // (capn-apiserver's --control-plane-* flags). The zero value leaves pods
 // to the default scheduler anywhere, as before it existed, so an unset
@@ -88,14 +98,6 @@ func place(spec *corev1.PodSpec, pl Placement) {
 	spec.NodeSelector = maps.Clone(pl.NodeSelector)
 	spec.Tolerations = slices.Clone(pl.Tolerations)
 	spec.PriorityClassName = pl.PriorityClassName
-}
-
-// namespaceOf is the namespace every object of nc is rendered into.
-func namespaceOf(nc *v1alpha1.NestedCluster, p Params) string {
-	if p.Namespace != "" {
-		return p.Namespace
-	}
-	return provisioner.ManagementNamespace(nc)
 }
 
 // ComponentVersions are per-component versions; an empty one means
@@ -163,45 +165,8 @@ func Namespace(nc *v1alpha1.NestedCluster, p Params) *corev1.Namespace {
 	labels["pod-security.kubernetes.io/audit"] = "restricted"
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: namespaceOf(nc, p), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: provisioner.NamespaceOf(nc, p.Addresses()), Labels: labels},
 	}
-}
-
-// APIServerURL is how kube-controller-manager, kube-scheduler and capn
-// reach the tenant apiserver from inside the management cluster: the
-// Service ClusterIP when known, else its DNS name.
-func APIServerURL(nc *v1alpha1.NestedCluster, p Params) string {
-	host := provisioner.APIServerName + "." + namespaceOf(nc, p) + ".svc"
-	if p.APIServerServiceIP != "" {
-		host = p.APIServerServiceIP
-	}
-	return "https://" + joinHostPort(host, nc.Spec.APIServer.Service.Port)
-}
-
-// APIServerEndpoint is where tenants reach their apiserver: the load
-// balancer when there is one, else APIServerURL. It is status.endpoint and
-// the server of every kubeconfig the /kubeconfig subresource issues.
-func APIServerEndpoint(nc *v1alpha1.NestedCluster, p Params) string {
-	if a := p.APIServerExternalAddress; a != "" {
-		return "https://" + joinHostPort(a, nc.Spec.APIServer.Service.Port)
-	}
-	return APIServerURL(nc, p)
-}
-
-// etcdClientURL is the managed etcd's client Service, by IP when known.
-func etcdClientURL(nc *v1alpha1.NestedCluster, p Params) string {
-	host := provisioner.EtcdName + "." + namespaceOf(nc, p) + ".svc"
-	if p.EtcdServiceIP != "" {
-		host = p.EtcdServiceIP
-	}
-	return "https://" + joinHostPort(host, profiles.EtcdClientPort)
-}
-
-func joinHostPort[T int | int32](host string, port T) string {
-	if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
-		host = "[" + host + "]"
-	}
-	return host + ":" + strconv.Itoa(int(port))
 }
 
 // profileFor parses a component's version and picks its flag profile.

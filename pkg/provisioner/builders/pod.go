@@ -42,7 +42,7 @@ func requests(cpu, mem string) corev1.ResourceList {
 func objectMeta(nc *v1alpha1.NestedCluster, p Params, name, component string) metav1.ObjectMeta {
 	l := provisioner.ComponentLabels(nc, component)
 	l[provisioner.OwnerUIDLabel] = string(nc.UID)
-	return metav1.ObjectMeta{Name: name, Namespace: namespaceOf(nc, p), Labels: l}
+	return metav1.ObjectMeta{Name: name, Namespace: provisioner.NamespaceOf(nc, p.Addresses()), Labels: l}
 }
 
 // podSpec is the hardened skeleton every generated pod starts from: no

@@ -168,7 +168,7 @@ func networkPolicy(meta metav1.ObjectMeta, spec networkingv1.NetworkPolicySpec) 
 // namespacedMeta names an object of nc's management namespace that belongs
 // to no one component: objectMeta's labels without the component.
 func namespacedMeta(nc *v1alpha1.NestedCluster, p Params, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: namespaceOf(nc, p), Labels: provisioner.OwnerLabels(nc)}
+	return metav1.ObjectMeta{Name: name, Namespace: provisioner.NamespaceOf(nc, p.Addresses()), Labels: provisioner.OwnerLabels(nc)}
 }
 
 func podSelector(nc *v1alpha1.NestedCluster, component string) metav1.LabelSelector {

@@ -472,7 +472,7 @@ func TestNetworkPoliciesCoverEveryPod(t *testing.T) {
 			for _, o := range NetworkPolicies(c.nc, c.p) {
 				np := o.(*networkingv1.NetworkPolicy)
 				assert.Equal(t, "NetworkPolicy", np.Kind)
-				assert.Equal(t, namespaceOf(c.nc, c.p), np.Namespace)
+				assert.Equal(t, provisioner.NamespaceOf(c.nc, c.p.Addresses()), np.Namespace)
 				assert.Equal(t, string(c.nc.UID), np.Labels[provisioner.OwnerUIDLabel])
 				assert.ElementsMatch(t, bothPolicyTypes, np.Spec.PolicyTypes)
 				policies = append(policies, np)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/pki"
@@ -104,7 +105,7 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	c.tenantWG.Add(1)
 	key := nc.Namespace + "/" + nc.Name
 	go c.bootstrapTenant(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)), nc.DeepCopy(), rec,
-		builders.APIServerURL(in, p), clusterCA, key)
+		provisioner.APIServerURL(in, p.Addresses()), clusterCA, key)
 	return false, failed
 }
 

@@ -33,7 +33,7 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		s := &secrets[i]
 		existing[s.Name], live[s.Name] = s.Data, s
 	}
-	want, changed, err := pki.Reconcile(existing, pki.InputsFor(in, p), c.now(), c.threshold)
+	want, changed, err := pki.Reconcile(existing, pki.InputsFor(in, p.Addresses()), c.now(), c.threshold)
 	if err != nil {
 		return nil, fmt.Errorf("reconciling certificates: %w", err)
 	}

@@ -68,7 +68,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1alpha1.NestedCluste
 	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(in, v1alpha1.ComponentAPIServer)).String()
 	// The load balancer when there is one; else the ClusterIP, which works
 	// without cluster DNS from pods and nodes. Both are in the certificate.
-	st.Endpoint = builders.APIServerEndpoint(in, p)
+	st.Endpoint = provisioner.APIServerEndpoint(in, p.Addresses())
 	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPaused)
 
 	set := func(typ string, ok bool, reason, notReason string) {

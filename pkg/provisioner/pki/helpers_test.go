@@ -16,7 +16,6 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/provisioner/builders"
 )
 
 // now is the fake clock every test starts from.
@@ -43,10 +42,10 @@ func cluster(mutate ...func(*v1alpha1.NestedCluster)) *v1alpha1.NestedCluster {
 	return nc
 }
 
-var params = builders.Params{APIServerServiceIP: "10.0.0.10", EtcdServiceIP: "10.0.0.11"}
+var addrs = provisioner.Addresses{APIServerServiceIP: "10.0.0.10", EtcdServiceIP: "10.0.0.11"}
 
 func inputs(mutate ...func(*v1alpha1.NestedCluster)) Inputs {
-	return InputsFor(cluster(mutate...), params)
+	return InputsFor(cluster(mutate...), addrs)
 }
 
 // baseline is one reconciled-from-nothing set, shared because RSA key
