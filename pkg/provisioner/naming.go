@@ -1,7 +1,9 @@
 // Package provisioner holds the pure parts of the NestedCluster provisioner:
-// the names, labels and (in the subpackages) flag profiles and object
-// builders that turn a NestedCluster into the objects of its tenant control
-// plane. Nothing here talks to a cluster; the controller does the I/O.
+// the names, labels, addresses and certificate SANs of a cluster (this
+// package, so builders, pki, access and the controller agree on them) and,
+// in the subpackages, the flag profiles and object builders that turn a
+// NestedCluster into the objects of its tenant control plane. Nothing here
+// talks to a cluster; the controller does the I/O.
 package provisioner
 
 import (
@@ -11,7 +13,6 @@ import (
 	"fmt"
 	"strings"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
@@ -107,7 +108,7 @@ const maxLabel = 63
 // cluster's namespace; a cluster deleted and created again gets a fresh one.
 // Clusters created before this scheme keep their LegacyNamespace (see
 // ResolveNamespace).
-func ManagementNamespace(nc *capn.NestedCluster) string {
+func ManagementNamespace(nc *v1alpha1.NestedCluster) string {
 	suffix := "-" + strings.ReplaceAll(string(nc.UID), "-", "")
 	if nc.UID == "" {
 		// Only unstored objects (unit tests, dry runs) lack a UID; they
@@ -125,7 +126,7 @@ const legacyHashLength = 8
 
 // LegacyNamespace is the name capn gave nc's management namespace before
 // ManagementNamespace used the UID: "capn-<ns>-<name>-<8 hex of sha256>".
-func LegacyNamespace(nc *capn.NestedCluster) string {
+func LegacyNamespace(nc *v1alpha1.NestedCluster) string {
 	sum := sha256.Sum256([]byte(nc.Namespace + "/" + nc.Name))
 	suffix := "-" + hex.EncodeToString(sum[:])[:legacyHashLength]
 	return readable(nc, maxLabel-len(suffix)) + suffix
@@ -155,7 +156,7 @@ func NonNilLabels(l map[string]string) map[string]string {
 // which a colliding cluster's cannot. Otherwise the UID-derived name is the
 // one to create. A legacy namespace is claimed by stamping the UID label on
 // it, after which only the UID counts.
-func ResolveNamespace(nc *capn.NestedCluster, lookup NamespaceLookup) (string, error) {
+func ResolveNamespace(nc *v1alpha1.NestedCluster, lookup NamespaceLookup) (string, error) {
 	name := ManagementNamespace(nc)
 	current, err := lookup(name)
 	if err != nil {
@@ -180,7 +181,7 @@ func ResolveNamespace(nc *capn.NestedCluster, lookup NamespaceLookup) (string, e
 
 // LegacyOwnedBy reports whether a namespace's labels make it nc's under
 // the legacy rule: its UID if it has one, else the owner labels.
-func LegacyOwnedBy(l map[string]string, nc *capn.NestedCluster) bool {
+func LegacyOwnedBy(l map[string]string, nc *v1alpha1.NestedCluster) bool {
 	if _, ok := l[OwnerUIDLabel]; ok {
 		return OwnedBy(l, nc)
 	}
@@ -189,7 +190,7 @@ func LegacyOwnedBy(l map[string]string, nc *capn.NestedCluster) bool {
 
 // readable is "capn-<ns>-<name>" cut to max characters. A cut may end on a
 // dash; "--<suffix>" is legal but reads as a typo, so it is trimmed.
-func readable(nc *capn.NestedCluster, max int) string {
+func readable(nc *v1alpha1.NestedCluster, max int) string {
 	r := namespacePrefix + nc.Namespace + "-" + nc.Name
 	if len(r) > max {
 		r = r[:max]
@@ -198,7 +199,7 @@ func readable(nc *capn.NestedCluster, max int) string {
 }
 
 // Labels go on every object capn creates for nc.
-func Labels(nc *capn.NestedCluster) map[string]string {
+func Labels(nc *v1alpha1.NestedCluster) map[string]string {
 	return map[string]string{
 		v1alpha1.ClusterLabel: nc.Name,
 		ClusterNamespaceLabel: nc.Namespace,
@@ -207,20 +208,20 @@ func Labels(nc *capn.NestedCluster) map[string]string {
 }
 
 // OwnerLabels are Labels plus OwnerUIDLabel, for object metadata.
-func OwnerLabels(nc *capn.NestedCluster) map[string]string {
+func OwnerLabels(nc *v1alpha1.NestedCluster) map[string]string {
 	l := Labels(nc)
 	l[OwnerUIDLabel] = string(nc.UID)
 	return l
 }
 
 // OwnedBy reports whether labels carry nc's UID.
-func OwnedBy(labels map[string]string, nc *capn.NestedCluster) bool {
+func OwnedBy(labels map[string]string, nc *v1alpha1.NestedCluster) bool {
 	return nc.UID != "" && labels[OwnerUIDLabel] == string(nc.UID)
 }
 
 // ComponentLabels are Labels plus the component, for one component's
 // objects and pods.
-func ComponentLabels(nc *capn.NestedCluster, component string) map[string]string {
+func ComponentLabels(nc *v1alpha1.NestedCluster, component string) map[string]string {
 	l := Labels(nc)
 	l[v1alpha1.ComponentLabel] = component
 	return l
@@ -230,6 +231,6 @@ func ComponentLabels(nc *capn.NestedCluster, component string) map[string]string
 // ComponentLabels that never changes for the life of the cluster, because a
 // Deployment's or StatefulSet's selector is immutable; for kube-apiserver
 // they equal nestedcluster.APIServerSelector.
-func SelectorLabels(nc *capn.NestedCluster, component string) map[string]string {
+func SelectorLabels(nc *v1alpha1.NestedCluster, component string) map[string]string {
 	return map[string]string{v1alpha1.ClusterLabel: nc.Name, v1alpha1.ComponentLabel: component}
 }

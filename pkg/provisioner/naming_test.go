@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/registry/nestedcluster"
@@ -23,8 +22,8 @@ import (
 // package; only the builders have golden files.
 var _ = flag.Bool("update", false, "rewrite golden files (builders only)")
 
-func nc(ns, name string) *capn.NestedCluster {
-	c := &capn.NestedCluster{}
+func nc(ns, name string) *v1alpha1.NestedCluster {
+	c := &v1alpha1.NestedCluster{}
 	c.Namespace, c.Name = ns, name
 	c.UID = uuid.NewUUID()
 	return c

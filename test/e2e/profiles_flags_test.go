@@ -82,7 +82,7 @@ func TestProfileFlags(t *testing.T) {
 					ext := example.DeepCopy()
 					ext.Spec.Version = m.Default
 					v.mutate(ext)
-					nc := toInternal(t, ext)
+					nc := asServed(t, ext)
 					objs, err := builders.All(nc, builders.Params{})
 					if err != nil {
 						t.Fatalf("builders.All: %v", err)
@@ -129,20 +129,20 @@ var profileScheme = func() *runtime.Scheme {
 	return s
 }()
 
-// toInternal defaults and converts like the provisioner's controller does,
-// and validates like the API server does on create.
-func toInternal(t *testing.T, in *v1alpha1.NestedCluster) *capn.NestedCluster {
+// asServed defaults and validates a copy of in like the API server does on
+// create, and returns it as the provisioner reads it.
+func asServed(t *testing.T, in *v1alpha1.NestedCluster) *v1alpha1.NestedCluster {
 	t.Helper()
 	v := in.DeepCopy()
 	profileScheme.Default(v)
-	out := &capn.NestedCluster{}
-	if err := profileScheme.Convert(v, out, nil); err != nil {
+	internal := &capn.NestedCluster{}
+	if err := profileScheme.Convert(v, internal, nil); err != nil {
 		t.Fatal(err)
 	}
-	if errs := validation.ValidateNestedCluster(out); len(errs) > 0 {
+	if errs := validation.ValidateNestedCluster(internal); len(errs) > 0 {
 		t.Fatalf("the NestedCluster is invalid: %v", errs.ToAggregate())
 	}
-	return out
+	return v
 }
 
 // checkBinaryVersion guards against the env vars pointing at the wrong

@@ -14,7 +14,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/test/framework"
@@ -190,7 +189,7 @@ func TestProvisionerOnNode(t *testing.T) {
 // as capn names it: from the cluster's UID (so it must still exist).
 func mgmtNamespace(t *testing.T, k framework.Kubectl, name string) string {
 	t.Helper()
-	nc := &capn.NestedCluster{}
+	nc := &v1alpha1.NestedCluster{}
 	nc.Namespace, nc.Name = "default", name
 	nc.UID = types.UID(k.MustRun(t, "", "get", "nc", name, "-n", "default", "-o", "jsonpath={.metadata.uid}"))
 	return provisioner.ManagementNamespace(nc)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/registry/nestedcluster"
@@ -21,7 +22,13 @@ type kubeconfigIssuer struct{ issuer *access.Issuer }
 var _ nestedcluster.KubeconfigIssuer = kubeconfigIssuer{}
 
 func (k kubeconfigIssuer) Issue(ctx context.Context, nc *capn.NestedCluster, user string, ttl time.Duration) ([]byte, time.Time, error) {
-	data, expires, err := k.issuer.Issue(ctx, nc, user, ttl)
+	// The provisioner takes the served version; the registry's object is
+	// already defaulted, so conversion is all it needs.
+	served := &v1alpha1.NestedCluster{}
+	if err := v1alpha1.Convert_capn_NestedCluster_To_v1alpha1_NestedCluster(nc, served, nil); err != nil {
+		return nil, time.Time{}, fmt.Errorf("converting %s/%s: %w", nc.Namespace, nc.Name, err)
+	}
+	data, expires, err := k.issuer.Issue(ctx, served, user, ttl)
 	switch {
 	case errors.Is(err, access.ErrNotProvisioned):
 		// "<ErrNotProvisioned>: no cluster CA", as the registry's error.

@@ -14,9 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -39,7 +38,7 @@ type Issuer struct {
 }
 
 // Issue signs a kubeconfig for user, valid for ttl, with nc's cluster CA.
-func (i *Issuer) Issue(ctx context.Context, nc *capn.NestedCluster, user string, ttl time.Duration) ([]byte, time.Time, error) {
+func (i *Issuer) Issue(ctx context.Context, nc *v1alpha1.NestedCluster, user string, ttl time.Duration) ([]byte, time.Time, error) {
 	ca, server, err := Endpoint(ctx, i.Management, nc)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -64,7 +63,7 @@ func (i *Issuer) Issue(ctx context.Context, nc *capn.NestedCluster, user string,
 // namespace provisioner.ResolveNamespace gives nc, so a cluster can never
 // be handed another cluster's CA (a name collision is refused with
 // provisioner.ErrNotOwned).
-func Endpoint(ctx context.Context, c kubernetes.Interface, nc *capn.NestedCluster) (*pki.CA, string, error) {
+func Endpoint(ctx context.Context, c kubernetes.Interface, nc *v1alpha1.NestedCluster) (*pki.CA, string, error) {
 	ns, err := provisioner.ResolveNamespace(nc, func(name string) (map[string]string, error) {
 		live, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -96,8 +95,8 @@ func Endpoint(ctx context.Context, c kubernetes.Interface, nc *capn.NestedCluste
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the apiserver Service: %w", err)
 	}
-	p := builders.Params{APIServerServiceIP: svc.Spec.ClusterIP, APIServerExternalAddress: LoadBalancerAddress(svc)}
-	return ca, builders.APIServerEndpoint(nc, p), nil
+	a := provisioner.Addresses{APIServerServiceIP: svc.Spec.ClusterIP, APIServerExternalAddress: LoadBalancerAddress(svc)}
+	return ca, provisioner.APIServerEndpoint(nc, a), nil
 }
 
 // LoadBalancerAddress is a LoadBalancer Service's first ingress address (IP,

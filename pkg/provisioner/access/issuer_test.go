@@ -16,14 +16,14 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
 func TestIssue(t *testing.T) {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	nc := &capn.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo", UID: "6f1c2b9e-3d4a-4e5f-8a7b-0c1d2e3f4a5b"}}
+	nc := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo", UID: "6f1c2b9e-3d4a-4e5f-8a7b-0c1d2e3f4a5b"}}
 	nc.Spec.APIServer.Service.Port = 6443
 	ns := provisioner.ManagementNamespace(nc)
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: provisioner.OwnerLabels(nc)}}
@@ -90,7 +90,7 @@ func TestIssue(t *testing.T) {
 // cluster owns must never be signed for with that cluster's CA.
 func TestIssueRefusesAnotherOwnersNamespace(t *testing.T) {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	victim := &capn.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod", UID: "11111111-1111-4111-8111-111111111111"}}
+	victim := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prod", UID: "11111111-1111-4111-8111-111111111111"}}
 	attacker := victim.DeepCopy()
 	attacker.UID = "22222222-2222-4222-8222-222222222222"
 	cas, err := pki.GenerateCAs(now, "team-a/prod")

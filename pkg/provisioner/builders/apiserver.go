@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -14,7 +13,7 @@ import (
 // ConfigMap, a Deployment whose pods carry nestedcluster.APIServerSelector
 // (so /scale and HPA find them), the Service that exposes it per
 // spec.apiServer.service and, with more than one replica, a PDB.
-func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
+func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	const component = v1alpha1.ComponentAPIServer
 	spec := &nc.Spec.APIServer
 	replicas, err := replicasOf(spec.Replicas, "spec.apiServer.replicas")
@@ -38,7 +37,7 @@ func APIServer(nc *capn.NestedCluster, p Params) ([]Object, error) {
 		etcdCA = file{provisioner.SecretExternalEtcdCA, corev1.ServiceAccountRootCAKey, profiles.FileEtcdCACert}
 		etcdClient = provisioner.SecretExternalEtcdClient
 	} else {
-		in.EtcdServers, in.EtcdPrefix = []string{etcdClientURL(nc, p)}, v1alpha1.DefaultEtcdPrefix
+		in.EtcdServers, in.EtcdPrefix = []string{provisioner.EtcdClientURL(nc, p.Addresses(), profiles.EtcdClientPort)}, v1alpha1.DefaultEtcdPrefix
 	}
 	flags, err := args(prof, component, in, spec.ExtraArgs)
 	if err != nil {

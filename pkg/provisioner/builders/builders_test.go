@@ -12,26 +12,25 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/registry/nestedcluster"
 )
 
 // cluster is a defaulted NestedCluster, as the API server stores it.
-func cluster(mutate ...func(*capn.NestedCluster)) *capn.NestedCluster {
-	nc := &capn.NestedCluster{}
+func cluster(mutate ...func(*v1alpha1.NestedCluster)) *v1alpha1.NestedCluster {
+	nc := &v1alpha1.NestedCluster{}
 	nc.Name, nc.Namespace = "demo", "team-a"
-	nc.Spec = capn.NestedClusterSpec{
+	nc.Spec = v1alpha1.NestedClusterSpec{
 		Version:        "v1.37.2",
-		ClusterNetwork: capn.ClusterNetwork{ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.0.0/16", DNSDomain: "cluster.local"},
-		Etcd:           capn.EtcdSpec{Managed: &capn.ManagedEtcd{Replicas: ptr.To[int32](1), Storage: capn.EtcdStorage{Type: capn.EtcdStorageEmptyDir}}},
-		APIServer: capn.APIServerSpec{
-			ComponentSpec: capn.ComponentSpec{Replicas: ptr.To[int32](1)},
-			Service:       capn.APIServerService{Type: corev1.ServiceTypeClusterIP, Port: 6443},
+		ClusterNetwork: v1alpha1.ClusterNetwork{ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.0.0/16", DNSDomain: "cluster.local"},
+		Etcd:           v1alpha1.EtcdSpec{Managed: &v1alpha1.ManagedEtcd{Replicas: ptr.To[int32](1), Storage: v1alpha1.EtcdStorage{Type: v1alpha1.EtcdStorageEmptyDir}}},
+		APIServer: v1alpha1.APIServerSpec{
+			ComponentSpec: v1alpha1.ComponentSpec{Replicas: ptr.To[int32](1)},
+			Service:       v1alpha1.APIServerService{Type: corev1.ServiceTypeClusterIP, Port: 6443},
 		},
-		ControllerManager: capn.ComponentSpec{Replicas: ptr.To[int32](1)},
-		Scheduler:         capn.ComponentSpec{Replicas: ptr.To[int32](1)},
+		ControllerManager: v1alpha1.ComponentSpec{Replicas: ptr.To[int32](1)},
+		Scheduler:         v1alpha1.ComponentSpec{Replicas: ptr.To[int32](1)},
 	}
 	for _, m := range mutate {
 		m(nc)
@@ -39,7 +38,7 @@ func cluster(mutate ...func(*capn.NestedCluster)) *capn.NestedCluster {
 	return nc
 }
 
-func build(t *testing.T, nc *capn.NestedCluster) []Object {
+func build(t *testing.T, nc *v1alpha1.NestedCluster) []Object {
 	t.Helper()
 	objs, err := All(nc, Params{})
 	if err != nil {
@@ -72,7 +71,7 @@ func TestPDBOnlyWithMoreThanOneReplica(t *testing.T) {
 	if got := pdbs(build(t, cluster())); len(got) != 0 {
 		t.Errorf("one replica each: got PDBs %v, want none", slices.Sorted(maps.Keys(got)))
 	}
-	got := pdbs(build(t, cluster(func(nc *capn.NestedCluster) {
+	got := pdbs(build(t, cluster(func(nc *v1alpha1.NestedCluster) {
 		nc.Spec.APIServer.Replicas = ptr.To[int32](3)
 		nc.Spec.ControllerManager.Replicas = ptr.To[int32](2)
 		nc.Spec.Etcd.Managed.Replicas = ptr.To[int32](3)
@@ -91,7 +90,7 @@ func TestPDBOnlyWithMoreThanOneReplica(t *testing.T) {
 
 func TestLeaderElectionAlwaysOn(t *testing.T) {
 	for _, replicas := range []int32{1, 2, 3} {
-		objs := build(t, cluster(func(nc *capn.NestedCluster) {
+		objs := build(t, cluster(func(nc *v1alpha1.NestedCluster) {
 			nc.Spec.ControllerManager.Replicas = ptr.To(replicas)
 			nc.Spec.Scheduler.Replicas = ptr.To(replicas)
 		}))
@@ -114,32 +113,34 @@ func TestLeaderElectionAlwaysOn(t *testing.T) {
 func TestOwnedAndRefusedFlagsAreRejected(t *testing.T) {
 	cases := []struct {
 		name string
-		set  func(*capn.NestedCluster)
+		set  func(*v1alpha1.NestedCluster)
 		want string
 	}{
-		{"apiserver owned", func(nc *capn.NestedCluster) {
+		{"apiserver owned", func(nc *v1alpha1.NestedCluster) {
 			nc.Spec.APIServer.ExtraArgs = map[string]string{"etcd-servers": "http://evil:2379"}
 		}, "managed by capn"},
-		{"apiserver owned prefix", func(nc *capn.NestedCluster) {
+		{"apiserver owned prefix", func(nc *v1alpha1.NestedCluster) {
 			nc.Spec.APIServer.ExtraArgs = map[string]string{"service-account-issuer": "https://x"}
 		}, "managed by capn"},
-		{"apiserver refused", func(nc *capn.NestedCluster) {
+		{"apiserver refused", func(nc *v1alpha1.NestedCluster) {
 			nc.Spec.APIServer.ExtraArgs = map[string]string{"authentication-config": "/tmp/a.yaml"}
 		}, "anonymous access"},
-		{"kcm owned", func(nc *capn.NestedCluster) {
+		{"kcm owned", func(nc *v1alpha1.NestedCluster) {
 			nc.Spec.ControllerManager.ExtraArgs = map[string]string{"leader-elect": "true"}
 		}, "managed by capn"},
-		{"scheduler ignored with config", func(nc *capn.NestedCluster) { nc.Spec.Scheduler.ExtraArgs = map[string]string{"kube-api-qps": "100"} }, "--config"},
-		{"env collision", func(nc *capn.NestedCluster) {
+		{"scheduler ignored with config", func(nc *v1alpha1.NestedCluster) {
+			nc.Spec.Scheduler.ExtraArgs = map[string]string{"kube-api-qps": "100"}
+		}, "--config"},
+		{"env collision", func(nc *v1alpha1.NestedCluster) {
 			nc.Spec.Scheduler.Env = []corev1.EnvVar{{Name: "CAPN_POD_IP", Value: "1.2.3.4"}}
 		}, "set by capn"},
-		{"podTemplate args", func(nc *capn.NestedCluster) {
+		{"podTemplate args", func(nc *v1alpha1.NestedCluster) {
 			nc.Spec.APIServer.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
 				{Name: "kube-apiserver", Args: []string{"--anonymous-auth=true"}},
 			}}}
 		}, "extraArgs"},
-		{"unsupported version", func(nc *capn.NestedCluster) { nc.Spec.Version = "v1.35.0" }, "not supported"},
-		{"not defaulted", func(nc *capn.NestedCluster) { nc.Spec.Scheduler.Replicas = nil }, "defaulted"},
+		{"unsupported version", func(nc *v1alpha1.NestedCluster) { nc.Spec.Version = "v1.35.0" }, "not supported"},
+		{"not defaulted", func(nc *v1alpha1.NestedCluster) { nc.Spec.Scheduler.Replicas = nil }, "defaulted"},
 	}
 	for _, tc := range cases {
 		_, err := All(cluster(tc.set), Params{})
@@ -148,7 +149,7 @@ func TestOwnedAndRefusedFlagsAreRejected(t *testing.T) {
 		}
 	}
 	// A flag nobody owns goes through, and can override a generated default.
-	objs := build(t, cluster(func(nc *capn.NestedCluster) {
+	objs := build(t, cluster(func(nc *v1alpha1.NestedCluster) {
 		nc.Spec.APIServer.ExtraArgs = map[string]string{"v": "4", "profiling": "true"}
 	}))
 	args := find[*appsv1.Deployment](objs, provisioner.APIServerName).Spec.Template.Spec.Containers[0].Args
@@ -158,7 +159,7 @@ func TestOwnedAndRefusedFlagsAreRejected(t *testing.T) {
 }
 
 func TestPodTemplateMergeKeepsGeneratedContainer(t *testing.T) {
-	nc := cluster(func(nc *capn.NestedCluster) {
+	nc := cluster(func(nc *v1alpha1.NestedCluster) {
 		nc.Spec.APIServer.PodTemplate = &corev1.PodTemplateSpec{}
 		tpl := nc.Spec.APIServer.PodTemplate
 		tpl.Labels = map[string]string{"extra": "yes", v1alpha1.ComponentLabel: "hijacked"}
@@ -211,7 +212,7 @@ func TestPodTemplateMergeKeepsGeneratedContainer(t *testing.T) {
 }
 
 func TestAPIServerPodsMatchScaleSelector(t *testing.T) {
-	objs := build(t, cluster(func(nc *capn.NestedCluster) { nc.Spec.APIServer.Replicas = ptr.To[int32](4) }))
+	objs := build(t, cluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.APIServer.Replicas = ptr.To[int32](4) }))
 	d := find[*appsv1.Deployment](objs, provisioner.APIServerName)
 	sel := nestedcluster.APIServerSelector("demo").AsSelector()
 	if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
@@ -230,28 +231,6 @@ func TestAPIServerPodsMatchScaleSelector(t *testing.T) {
 		}
 		if o.GetLabels()[v1alpha1.ClusterLabel] != "demo" || o.GetLabels()[provisioner.ManagedByLabel] != "capn" {
 			t.Errorf("%T %s labels %v lack capn's", o, o.GetName(), o.GetLabels())
-		}
-	}
-}
-
-func TestLoadBalancerAddressIsTheEndpoint(t *testing.T) {
-	nc := cluster()
-	internal := Params{APIServerServiceIP: "10.96.0.10"}
-	if got := APIServerEndpoint(nc, internal); got != "https://10.96.0.10:6443" {
-		t.Errorf("endpoint without a load balancer = %s, want the ClusterIP", got)
-	}
-	for _, addr := range []string{"203.0.113.7", "tenant.example.com"} {
-		p := internal
-		p.APIServerExternalAddress = addr
-		if got := APIServerEndpoint(nc, p); got != "https://"+addr+":6443" {
-			t.Errorf("endpoint = %s, want the load balancer %s", got, addr)
-		}
-		if got := APIServerURL(nc, p); got != "https://10.96.0.10:6443" {
-			t.Errorf("in-cluster URL = %s: kcm and scheduler must keep the ClusterIP", got)
-		}
-		s := APIServerSANs(nc, p)
-		if !slices.Contains(s.IPAddresses, addr) && !slices.Contains(s.DNSNames, addr) {
-			t.Errorf("serving SANs %+v lack the load balancer %s", s, addr)
 		}
 	}
 }

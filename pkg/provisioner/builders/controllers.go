@@ -3,7 +3,6 @@ package builders
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -12,7 +11,7 @@ import (
 // ControllerManager builds kube-controller-manager: a Deployment (and a PDB
 // with more than one replica) reading its kubeconfig, serving certificate,
 // the cluster CA key (it signs CSRs) and the service-account key.
-func ControllerManager(nc *capn.NestedCluster, p Params) ([]Object, error) {
+func ControllerManager(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	return controller(nc, p, controllerSpec{
 		component: v1alpha1.ComponentControllerManager,
 		name:      provisioner.ControllerManagerName,
@@ -33,7 +32,7 @@ func ControllerManager(nc *capn.NestedCluster, p Params) ([]Object, error) {
 
 // Scheduler builds kube-scheduler: its KubeSchedulerConfiguration
 // ConfigMap, a Deployment (and a PDB with more than one replica).
-func Scheduler(nc *capn.NestedCluster, p Params) ([]Object, error) {
+func Scheduler(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	return controller(nc, p, controllerSpec{
 		component: v1alpha1.ComponentScheduler,
 		name:      provisioner.SchedulerName,
@@ -54,7 +53,7 @@ func Scheduler(nc *capn.NestedCluster, p Params) ([]Object, error) {
 
 type controllerSpec struct {
 	component, name, field string
-	spec                   *capn.ComponentSpec
+	spec                   *v1alpha1.ComponentSpec
 	port                   int
 	files                  []file
 	configMap              string                                   // optional generated config ...
@@ -66,7 +65,7 @@ type controllerSpec struct {
 // no flag and restarts nothing, and the tenant can see who leads in its
 // kube-system Leases. A single replica is still replaced with Recreate, so
 // an upgrade never waits a lease duration for the old leader to let go.
-func controller(nc *capn.NestedCluster, p Params, s controllerSpec) ([]Object, error) {
+func controller(nc *v1alpha1.NestedCluster, p Params, s controllerSpec) ([]Object, error) {
 	replicas, err := replicasOf(s.spec.Replicas, s.field)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
 )
@@ -18,7 +18,7 @@ import (
 // this order: image, command, env, resources, then the podTemplate patch.
 // What capn relies on is put back afterwards: the labels the selector and
 // Services match and capn's annotations.
-func customize(tpl *corev1.PodTemplateSpec, component string, spec *capn.ComponentSpec) error {
+func customize(tpl *corev1.PodTemplateSpec, component string, spec *v1alpha1.ComponentSpec) error {
 	c := &tpl.Spec.Containers[0]
 	if spec.Image != "" {
 		c.Image = spec.Image

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -29,7 +28,7 @@ const etcdDataVolume = "data"
 // cluster; there is no DNS-free way to bootstrap a multi-member etcd whose
 // pod IPs are unknown in advance. (The pod-IP peer URL assumes IPv4 pods:
 // an IPv6 address would need brackets the downward API does not add.)
-func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
+func Etcd(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	m := nc.Spec.Etcd.Managed
 	if m == nil {
 		return nil, nil
@@ -38,14 +37,14 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns := namespaceOf(nc, p)
+	ns := provisioner.NamespaceOf(nc, p.Addresses())
 	in := profiles.Params{EtcdClusterToken: ns}
 	podIP, podName := "$("+profiles.EnvPodIP+")", "$("+profiles.EnvPodName+")"
 	if replicas == 1 {
 		peer := fmt.Sprintf("https://%s:%d", podIP, profiles.EtcdPeerPort)
 		in.EtcdInitialCluster = podName + "=" + peer
 		in.EtcdInitialAdvertisePeerURLs = peer
-		in.EtcdAdvertiseClientURLs = etcdClientURL(nc, p)
+		in.EtcdAdvertiseClientURLs = provisioner.EtcdClientURL(nc, p.Addresses(), profiles.EtcdClientPort)
 	} else {
 		domain := provisioner.EtcdHeadlessServiceName + "." + ns + ".svc"
 		members := make([]string, replicas)
@@ -62,11 +61,11 @@ func Etcd(nc *capn.NestedCluster, p Params) ([]Object, error) {
 	var claims []corev1.PersistentVolumeClaim
 	size := m.Storage.Size
 	switch m.Storage.Type {
-	case capn.EtcdStorageMemory:
+	case v1alpha1.EtcdStorageMemory:
 		data = corev1.Volume{Name: etcdDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size}}}
-	case capn.EtcdStorageEmptyDir:
+	case v1alpha1.EtcdStorageEmptyDir:
 		data = corev1.Volume{Name: etcdDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: size}}}
-	case capn.EtcdStoragePersistentVolumeClaim:
+	case v1alpha1.EtcdStoragePersistentVolumeClaim:
 		if size == nil {
 			return nil, fmt.Errorf("spec.etcd.managed.storage.size is required for %s", m.Storage.Type)
 		}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
@@ -22,9 +21,9 @@ func TestEtcd(t *testing.T) {
 	if !slices.Contains(one, "--initial-cluster=$(CAPN_POD_NAME)=https://$(CAPN_POD_IP):2380") {
 		t.Errorf("single member must bootstrap on its pod IP: %v", one)
 	}
-	three := build(t, cluster(func(nc *capn.NestedCluster) {
+	three := build(t, cluster(func(nc *v1alpha1.NestedCluster) {
 		nc.Spec.Etcd.Managed.Replicas = ptr.To[int32](3)
-		nc.Spec.Etcd.Managed.Storage = capn.EtcdStorage{Type: capn.EtcdStoragePersistentVolumeClaim, Size: ptr.To(resource.MustParse("2Gi"))}
+		nc.Spec.Etcd.Managed.Storage = v1alpha1.EtcdStorage{Type: v1alpha1.EtcdStoragePersistentVolumeClaim, Size: ptr.To(resource.MustParse("2Gi"))}
 	}))
 	d := "etcd-headless." + provisioner.ManagementNamespace(cluster()) + ".svc:2380"
 	want := "--initial-cluster=etcd-0=https://etcd-0." + d + ",etcd-1=https://etcd-1." + d + ",etcd-2=https://etcd-2." + d
@@ -35,8 +34,8 @@ func TestEtcd(t *testing.T) {
 	if len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
 		t.Errorf("statefulset %+v: want one claim template and parallel start", sts.Spec)
 	}
-	mem := find[*appsv1.StatefulSet](build(t, cluster(func(nc *capn.NestedCluster) {
-		nc.Spec.Etcd.Managed.Storage = capn.EtcdStorage{Type: capn.EtcdStorageMemory, Size: ptr.To(resource.MustParse("256Mi"))}
+	mem := find[*appsv1.StatefulSet](build(t, cluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.Etcd.Managed.Storage = v1alpha1.EtcdStorage{Type: v1alpha1.EtcdStorageMemory, Size: ptr.To(resource.MustParse("256Mi"))}
 	})), provisioner.EtcdName)
 	var ed *corev1.EmptyDirVolumeSource
 	for _, v := range mem.Spec.Template.Spec.Volumes {
@@ -50,10 +49,10 @@ func TestEtcd(t *testing.T) {
 }
 
 func TestExternalEtcd(t *testing.T) {
-	objs := build(t, cluster(func(nc *capn.NestedCluster) {
-		nc.Spec.Etcd = capn.EtcdSpec{External: &capn.ExternalEtcd{
+	objs := build(t, cluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.Etcd = v1alpha1.EtcdSpec{External: &v1alpha1.ExternalEtcd{
 			Endpoints:   []string{"https://a:2379", "https://b:2379"},
-			CASecretRef: capn.SecretReference{Name: "ca"}, ClientSecretRef: capn.SecretReference{Name: "cl"}, Prefix: "/x",
+			CASecretRef: v1alpha1.SecretReference{Name: "ca"}, ClientSecretRef: v1alpha1.SecretReference{Name: "cl"}, Prefix: "/x",
 		}}
 	}))
 	for _, o := range objs {
@@ -72,27 +71,5 @@ func TestExternalEtcd(t *testing.T) {
 	}
 	if !secrets[provisioner.SecretExternalEtcdCA] || !secrets[provisioner.SecretExternalEtcdClient] || secrets[provisioner.SecretEtcdCA] {
 		t.Errorf("projected secrets %v: want the external-etcd copies only", secrets)
-	}
-}
-
-func TestURLsAndSANs(t *testing.T) {
-	nc := cluster(func(nc *capn.NestedCluster) { nc.Spec.APIServer.CertSANs = []string{"api.example.com", "192.0.2.7"} })
-	ns := provisioner.ManagementNamespace(nc)
-	if got, want := APIServerURL(nc, Params{}), "https://kube-apiserver."+ns+".svc:6443"; got != want {
-		t.Errorf("APIServerURL = %s, want %s", got, want)
-	}
-	if got := APIServerURL(nc, Params{APIServerServiceIP: "fd00::1"}); got != "https://[fd00::1]:6443" {
-		t.Errorf("APIServerURL with an IPv6 Service IP = %s", got)
-	}
-	s := APIServerSANs(nc, Params{APIServerServiceIP: "10.0.0.9"})
-	for _, ip := range []string{"10.96.0.1", "10.0.0.9", "192.0.2.7", "127.0.0.1"} {
-		if !slices.Contains(s.IPAddresses, ip) {
-			t.Errorf("apiserver SAN IPs %v lack %s", s.IPAddresses, ip)
-		}
-	}
-	for _, dns := range []string{"kubernetes.default.svc.cluster.local", "kube-apiserver." + ns + ".svc", "api.example.com"} {
-		if !slices.Contains(s.DNSNames, dns) {
-			t.Errorf("apiserver SAN names %v lack %s", s.DNSNames, dns)
-		}
 	}
 }

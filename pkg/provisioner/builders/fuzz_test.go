@@ -12,11 +12,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
 	"capn.dev/capn/pkg/apis/capn"
-	"capn.dev/capn/pkg/apis/capn/install"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 )
@@ -94,7 +92,7 @@ func FuzzPodTemplateMerge(f *testing.F) {
 	// everything the template may not change.
 	plain := fuzzCluster(f, nil, 0)
 	require.NotNil(f, plain)
-	objs, err := All(plain, defaultParams)
+	objs, err := All(served(f, plain), defaultParams)
 	require.NoError(f, err)
 	baseline := map[string]*corev1.PodTemplateSpec{}
 	for _, c := range fuzzComponents {
@@ -106,14 +104,15 @@ func FuzzPodTemplateMerge(f *testing.F) {
 			t.Skip()
 		}
 		comp := fuzzComponents[int(which)%len(fuzzComponents)]
-		nc := fuzzCluster(t, data, which)
-		if nc == nil {
+		in := fuzzCluster(t, data, which)
+		if in == nil {
 			t.Skip()
 		}
-		if errs := validation.ValidateNestedCluster(nc); len(errs) > 0 {
+		if errs := validation.ValidateNestedCluster(in); len(errs) > 0 {
 			t.Skip()
 		}
 
+		nc := served(t, in)
 		before := nc.DeepCopy()
 		objs, err := All(nc, defaultParams)
 		require.NoError(t, err, "the API accepted a podTemplate the builders cannot render")
@@ -158,11 +157,7 @@ func fuzzCluster(t testing.TB, data []byte, which uint8) *capn.NestedCluster {
 	return nc
 }
 
-var fuzzDecoder = func() runtime.Decoder {
-	s := runtime.NewScheme()
-	install.Install(s)
-	return serializer.NewCodecFactory(s, serializer.EnableStrict).UniversalDecoder()
-}()
+var fuzzDecoder = serializer.NewCodecFactory(testScheme, serializer.EnableStrict).UniversalDecoder()
 
 func componentTemplate(t testing.TB, objs []Object, component string) *corev1.PodTemplateSpec {
 	t.Helper()

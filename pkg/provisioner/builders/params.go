@@ -1,21 +1,18 @@
-// Package builders turns a defaulted, validated NestedCluster (internal
-// version) into the management-cluster objects of its control plane: pure
-// functions, no clients. The controller creates the Secrets they reference
-// (provisioner.Secret*) and applies what they return.
+// Package builders turns a defaulted, validated NestedCluster (v1alpha1, as
+// the API server serves it) into the management-cluster objects of its
+// control plane: pure functions, no clients. The controller creates the
+// Secrets they reference (provisioner.Secret*) and applies what they return.
 package builders
 
 import (
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -34,15 +31,16 @@ const (
 // controller knows. The zero value is valid.
 type Params struct {
 	// APIServerServiceIP is the ClusterIP the management cluster gave the
-	// kube-apiserver Service. When set, APIServerURL (and so the kubeconfigs
-	// the controller writes) uses it instead of the Service's DNS name, and
-	// the serving certificate lists it: a node without cluster DNS cannot
-	// resolve the name.
+	// kube-apiserver Service. When set, provisioner.APIServerURL (and so
+	// the kubeconfigs the controller writes) uses it instead of the
+	// Service's DNS name, and the serving certificate lists it: a node
+	// without cluster DNS cannot resolve the name.
 	APIServerServiceIP string
 	// APIServerExternalAddress is the load balancer's address (IP or host
 	// name) once a LoadBalancer Service has one. Tenants outside the
 	// management cluster use it: it goes into the serving certificate and
-	// APIServerEndpoint. Components inside keep using the ClusterIP.
+	// provisioner.APIServerEndpoint. Components inside keep using the
+	// ClusterIP.
 	APIServerExternalAddress string
 	// EtcdServiceIP is the ClusterIP of the etcd client Service; when set,
 	// kube-apiserver's --etcd-servers uses it, for the same reason.
@@ -76,6 +74,17 @@ type Params struct {
 	Revisions TemplateRevisions
 }
 
+// Addresses are the facts of p that names, addresses and SANs depend on
+// (provisioner.APIServerURL and the rest).
+func (p Params) Addresses() provisioner.Addresses {
+	return provisioner.Addresses{
+		Namespace:                p.Namespace,
+		APIServerServiceIP:       p.APIServerServiceIP,
+		APIServerExternalAddress: p.APIServerExternalAddress,
+		EtcdServiceIP:            p.EtcdServiceIP,
+	}
+}
+
 // Placement is the provider's scheduling of every control-plane pod
 // (capn-apiserver's --control-plane-* flags). The zero value leaves pods
 // to the default scheduler anywhere, as before it existed, so an unset
@@ -94,14 +103,6 @@ func place(spec *corev1.PodSpec, pl Placement) {
 	spec.PriorityClassName = pl.PriorityClassName
 }
 
-// namespaceOf is the namespace every object of nc is rendered into.
-func namespaceOf(nc *capn.NestedCluster, p Params) string {
-	if p.Namespace != "" {
-		return p.Namespace
-	}
-	return provisioner.ManagementNamespace(nc)
-}
-
 // ComponentVersions are per-component versions; an empty one means
 // spec.version, so the zero value renders everything at spec.version (and
 // a cluster that is not upgrading renders exactly as before). A version
@@ -113,7 +114,7 @@ type ComponentVersions struct {
 }
 
 // For returns the version component renders at under nc.
-func (v ComponentVersions) For(nc *capn.NestedCluster, component string) string {
+func (v ComponentVersions) For(nc *v1alpha1.NestedCluster, component string) string {
 	var pinned string
 	switch component {
 	case v1alpha1.ComponentAPIServer:
@@ -143,9 +144,9 @@ type Object interface {
 // force before any pod is created: the LimitRange before the quota, which
 // refuses pods without limits that only the LimitRange fills in. The quota
 // is derived from the workloads, so it is built last.
-func All(nc *capn.NestedCluster, p Params) ([]Object, error) {
+func All(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	var workloads []Object
-	for _, build := range []func(*capn.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler} {
+	for _, build := range []func(*v1alpha1.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler} {
 		objs, err := build(nc, p)
 		if err != nil {
 			return nil, err
@@ -160,52 +161,15 @@ func All(nc *capn.NestedCluster, p Params) ([]Object, error) {
 // Namespace is the management namespace. Pod Security enforces "baseline",
 // the level the API's podTemplate validation guarantees; capn's own pods
 // meet "restricted", so a warning means a user's podTemplate lowered it.
-func Namespace(nc *capn.NestedCluster, p Params) *corev1.Namespace {
+func Namespace(nc *v1alpha1.NestedCluster, p Params) *corev1.Namespace {
 	labels := provisioner.OwnerLabels(nc)
 	labels["pod-security.kubernetes.io/enforce"] = "baseline"
 	labels["pod-security.kubernetes.io/warn"] = "restricted"
 	labels["pod-security.kubernetes.io/audit"] = "restricted"
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: namespaceOf(nc, p), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: provisioner.NamespaceOf(nc, p.Addresses()), Labels: labels},
 	}
-}
-
-// APIServerURL is how kube-controller-manager, kube-scheduler and capn
-// reach the tenant apiserver from inside the management cluster: the
-// Service ClusterIP when known, else its DNS name.
-func APIServerURL(nc *capn.NestedCluster, p Params) string {
-	host := provisioner.APIServerName + "." + namespaceOf(nc, p) + ".svc"
-	if p.APIServerServiceIP != "" {
-		host = p.APIServerServiceIP
-	}
-	return "https://" + joinHostPort(host, nc.Spec.APIServer.Service.Port)
-}
-
-// APIServerEndpoint is where tenants reach their apiserver: the load
-// balancer when there is one, else APIServerURL. It is status.endpoint and
-// the server of every kubeconfig the /kubeconfig subresource issues.
-func APIServerEndpoint(nc *capn.NestedCluster, p Params) string {
-	if a := p.APIServerExternalAddress; a != "" {
-		return "https://" + joinHostPort(a, nc.Spec.APIServer.Service.Port)
-	}
-	return APIServerURL(nc, p)
-}
-
-// etcdClientURL is the managed etcd's client Service, by IP when known.
-func etcdClientURL(nc *capn.NestedCluster, p Params) string {
-	host := provisioner.EtcdName + "." + namespaceOf(nc, p) + ".svc"
-	if p.EtcdServiceIP != "" {
-		host = p.EtcdServiceIP
-	}
-	return "https://" + joinHostPort(host, profiles.EtcdClientPort)
-}
-
-func joinHostPort[T int | int32](host string, port T) string {
-	if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
-		host = "[" + host + "]"
-	}
-	return host + ":" + strconv.Itoa(int(port))
 }
 
 // profileFor parses a component's version and picks its flag profile.

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -40,10 +39,10 @@ func requests(cpu, mem string) corev1.ResourceList {
 
 // objectMeta names an object of component in nc's management namespace.
 // Its labels carry the owner's UID; pod templates' do not (podTemplate).
-func objectMeta(nc *capn.NestedCluster, p Params, name, component string) metav1.ObjectMeta {
+func objectMeta(nc *v1alpha1.NestedCluster, p Params, name, component string) metav1.ObjectMeta {
 	l := provisioner.ComponentLabels(nc, component)
 	l[provisioner.OwnerUIDLabel] = string(nc.UID)
-	return metav1.ObjectMeta{Name: name, Namespace: namespaceOf(nc, p), Labels: l}
+	return metav1.ObjectMeta{Name: name, Namespace: provisioner.NamespaceOf(nc, p.Addresses()), Labels: l}
 }
 
 // podSpec is the hardened skeleton every generated pod starts from: no
@@ -51,7 +50,7 @@ func objectMeta(nc *capn.NestedCluster, p Params, name, component string) metav1
 // tenant apiserver, never the management one), non-root, RuntimeDefault
 // seccomp, and a container that can gain nothing and write nowhere but its
 // volumes.
-func podSpec(nc *capn.NestedCluster, component string, c corev1.Container, volumes []corev1.Volume) corev1.PodSpec {
+func podSpec(nc *v1alpha1.NestedCluster, component string, c corev1.Container, volumes []corev1.Volume) corev1.PodSpec {
 	c.ImagePullPolicy = corev1.PullIfNotPresent
 	c.Env = append([]corev1.EnvVar{
 		{Name: profiles.EnvPodIP, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/provisioner"
@@ -48,7 +47,7 @@ const (
 // allow policy before the deny takes effect, so no traffic the control
 // plane needs is dropped in between. Etcd's policy exists only when capn
 // runs etcd (managed and external never switch: the field is immutable).
-func NetworkPolicies(nc *capn.NestedCluster, p Params) []Object {
+func NetworkPolicies(nc *v1alpha1.NestedCluster, p Params) []Object {
 	var out []Object
 	if m := nc.Spec.Etcd.Managed; m != nil {
 		out = append(out, etcdNetworkPolicy(nc, p, m))
@@ -58,7 +57,7 @@ func NetworkPolicies(nc *capn.NestedCluster, p Params) []Object {
 
 var bothPolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
 
-func defaultDenyNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.NetworkPolicy {
+func defaultDenyNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
 	return networkPolicy(namespacedMeta(nc, p, NetworkPolicyDefaultDeny), networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{},
 		PolicyTypes: bothPolicyTypes,
@@ -77,7 +76,7 @@ func defaultDenyNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.Ne
 // (kube-dns pods in kube-system, a NodeLocal DNSCache on a link-local node
 // address no podSelector matches). A single member uses its pod IP and
 // gets no DNS.
-func etcdNetworkPolicy(nc *capn.NestedCluster, p Params, m *capn.ManagedEtcd) *networkingv1.NetworkPolicy {
+func etcdNetworkPolicy(nc *v1alpha1.NestedCluster, p Params, m *v1alpha1.ManagedEtcd) *networkingv1.NetworkPolicy {
 	const component = v1alpha1.ComponentEtcd
 	etcd := componentPeer(nc, component)
 	egress := []networkingv1.NetworkPolicyEgressRule{{
@@ -118,7 +117,7 @@ const dnsPort = 53
 // would break those features silently; what kube-apiserver may reach is
 // bounded by what the tenant may configure, not by the network. Etcd's
 // policy is what keeps other pods away from etcd.
-func apiServerNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.NetworkPolicy {
+func apiServerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
 	const component = v1alpha1.ComponentAPIServer
 	return networkPolicy(objectMeta(nc, p, provisioner.APIServerName, component), networkingv1.NetworkPolicySpec{
 		PodSelector: podSelector(nc, component),
@@ -140,7 +139,7 @@ func apiServerNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.Netw
 // (Params.APIServerServiceIP, which the controller sets before it issues
 // them); a kubeconfig naming the Service by DNS would need a DNS rule here.
 // A podTemplate sidecar in these pods is confined the same way.
-func controllersNetworkPolicy(nc *capn.NestedCluster, p Params) *networkingv1.NetworkPolicy {
+func controllersNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
 	return networkPolicy(namespacedMeta(nc, p, NetworkPolicyControllers), networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{
 			MatchLabels: map[string]string{v1alpha1.ClusterLabel: nc.Name},
@@ -168,17 +167,17 @@ func networkPolicy(meta metav1.ObjectMeta, spec networkingv1.NetworkPolicySpec) 
 
 // namespacedMeta names an object of nc's management namespace that belongs
 // to no one component: objectMeta's labels without the component.
-func namespacedMeta(nc *capn.NestedCluster, p Params, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: namespaceOf(nc, p), Labels: provisioner.OwnerLabels(nc)}
+func namespacedMeta(nc *v1alpha1.NestedCluster, p Params, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: provisioner.NamespaceOf(nc, p.Addresses()), Labels: provisioner.OwnerLabels(nc)}
 }
 
-func podSelector(nc *capn.NestedCluster, component string) metav1.LabelSelector {
+func podSelector(nc *v1alpha1.NestedCluster, component string) metav1.LabelSelector {
 	return metav1.LabelSelector{MatchLabels: provisioner.SelectorLabels(nc, component)}
 }
 
 // componentPeer is component's pods in the policy's own namespace (no
 // namespaceSelector).
-func componentPeer(nc *capn.NestedCluster, component string) networkingv1.NetworkPolicyPeer {
+func componentPeer(nc *v1alpha1.NestedCluster, component string) networkingv1.NetworkPolicyPeer {
 	s := podSelector(nc, component)
 	return networkingv1.NetworkPolicyPeer{PodSelector: &s}
 }
@@ -214,10 +213,10 @@ var defaultRequests = limitRangeDefaults(resource.MustParse(DefaultRequestCPU), 
 // raised by a Memory etcd's size: tmpfs pages count against the etcd
 // container's memory, so a 4Gi etcd under a 4Gi limit would be killed
 // as it fills.
-func defaultLimitsFor(nc *capn.NestedCluster) corev1.ResourceList {
+func defaultLimitsFor(nc *v1alpha1.NestedCluster) corev1.ResourceList {
 	d := validation.DefaultLimits()
 	mem := d[corev1.ResourceMemory]
-	if m := nc.Spec.Etcd.Managed; m != nil && m.Storage.Type == capn.EtcdStorageMemory && m.Storage.Size != nil {
+	if m := nc.Spec.Etcd.Managed; m != nil && m.Storage.Type == v1alpha1.EtcdStorageMemory && m.Storage.Size != nil {
 		mem.Add(*m.Storage.Size)
 	}
 	return limitRangeDefaults(d[corev1.ResourceCPU], canonical(mem), validation.MaxResources()[corev1.ResourceEphemeralStorage])
@@ -253,7 +252,7 @@ func limitRangeDefaults(cpu, memory, ephemeral resource.Quantity) corev1.Resourc
 // that sets a request but no limit. A request above the default limit
 // (e.g. resources.requests.memory: 4Gi with no limit, which validation
 // allows) then makes the pod invalid (request > limit) and it is refused.
-func LimitRange(nc *capn.NestedCluster, p Params) *corev1.LimitRange {
+func LimitRange(nc *v1alpha1.NestedCluster, p Params) *corev1.LimitRange {
 	return &corev1.LimitRange{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
 		ObjectMeta: namespacedMeta(nc, p, LimitRangeName),
@@ -325,7 +324,7 @@ const (
 // It depends on nothing the controller learns by applying Services
 // (Params' addresses and CertsHash change no resources), so it can be
 // rendered and applied before them.
-func ResourceQuota(nc *capn.NestedCluster, p Params, rendered []Object) *corev1.ResourceQuota {
+func ResourceQuota(nc *v1alpha1.NestedCluster, p Params, rendered []Object) *corev1.ResourceQuota {
 	defaults := defaultLimitsFor(nc)
 	type key struct{ kind, name string }
 	var order []key

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/provisioner"
@@ -142,7 +141,7 @@ func TestQuotaPVCStorage(t *testing.T) {
 // goldenCases are the golden inputs with their Params, plus a cluster with
 // init containers and a sidecar on kube-apiserver.
 func goldenCases(t *testing.T) map[string]struct {
-	nc *capn.NestedCluster
+	nc *v1alpha1.NestedCluster
 	p  Params
 } {
 	t.Helper()
@@ -150,7 +149,7 @@ func goldenCases(t *testing.T) map[string]struct {
 	require.NoError(t, err)
 	require.NotEmpty(t, inputs)
 	out := map[string]struct {
-		nc *capn.NestedCluster
+		nc *v1alpha1.NestedCluster
 		p  Params
 	}{}
 	for _, in := range inputs {
@@ -160,11 +159,11 @@ func goldenCases(t *testing.T) map[string]struct {
 			p = defaultParams
 		}
 		out[name] = struct {
-			nc *capn.NestedCluster
+			nc *v1alpha1.NestedCluster
 			p  Params
 		}{decodeNestedCluster(t, in), p}
 	}
-	withInit := cluster(func(nc *capn.NestedCluster) {
+	withInit := cluster(func(nc *v1alpha1.NestedCluster) {
 		nc.UID = "00000009-0000-4000-8000-000000000009"
 		nc.Spec.APIServer.Replicas = ptr.To[int32](2)
 		nc.Spec.APIServer.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -177,7 +176,7 @@ func goldenCases(t *testing.T) map[string]struct {
 		}}
 	})
 	out["init-containers"] = struct {
-		nc *capn.NestedCluster
+		nc *v1alpha1.NestedCluster
 		p  Params
 	}{withInit, defaultParams}
 	return out
@@ -473,7 +472,7 @@ func TestNetworkPoliciesCoverEveryPod(t *testing.T) {
 			for _, o := range NetworkPolicies(c.nc, c.p) {
 				np := o.(*networkingv1.NetworkPolicy)
 				assert.Equal(t, "NetworkPolicy", np.Kind)
-				assert.Equal(t, namespaceOf(c.nc, c.p), np.Namespace)
+				assert.Equal(t, provisioner.NamespaceOf(c.nc, c.p.Addresses()), np.Namespace)
 				assert.Equal(t, string(c.nc.UID), np.Labels[provisioner.OwnerUIDLabel])
 				assert.ElementsMatch(t, bothPolicyTypes, np.Spec.PolicyTypes)
 				policies = append(policies, np)
@@ -525,7 +524,7 @@ func TestAllPutsPolicyFirst(t *testing.T) {
 func TestLimitRangeMakesRoomForMemoryEtcd(t *testing.T) {
 	nc := cluster()
 	size := resource.MustParse("6Gi")
-	nc.Spec.Etcd.Managed.Storage = capn.EtcdStorage{Type: capn.EtcdStorageMemory, Size: &size}
+	nc.Spec.Etcd.Managed.Storage = v1alpha1.EtcdStorage{Type: v1alpha1.EtcdStorageMemory, Size: &size}
 	item := LimitRange(nc, Params{}).Spec.Limits[0]
 	assert.Equal(t, "10Gi", ptrTo(item.Default[corev1.ResourceMemory]).String())
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -17,7 +17,7 @@ import (
 // controllers hand over through leader election. A single controller
 // replica runs without leader election, so two would both act: it is
 // replaced with Recreate instead.
-func deployment(nc *capn.NestedCluster, p Params, name, component string, replicas int32, tpl corev1.PodTemplateSpec, singleActive bool) *appsv1.Deployment {
+func deployment(nc *v1alpha1.NestedCluster, p Params, name, component string, replicas int32, tpl corev1.PodTemplateSpec, singleActive bool) *appsv1.Deployment {
 	strategy := appsv1.DeploymentStrategy{
 		Type: appsv1.RollingUpdateDeploymentStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateDeployment{
@@ -46,7 +46,7 @@ func deployment(nc *capn.NestedCluster, p Params, name, component string, replic
 // podDisruptionBudget keeps all but one replica through voluntary
 // disruptions (node drains). With one replica a PDB could only block
 // drains forever, so there is none.
-func podDisruptionBudget(nc *capn.NestedCluster, p Params, name, component string, replicas int32) *policyv1.PodDisruptionBudget {
+func podDisruptionBudget(nc *v1alpha1.NestedCluster, p Params, name, component string, replicas int32) *policyv1.PodDisruptionBudget {
 	if replicas <= 1 {
 		return nil
 	}
@@ -61,14 +61,14 @@ func podDisruptionBudget(nc *capn.NestedCluster, p Params, name, component strin
 }
 
 // podTemplate wraps a spec with capn's labels and annotations.
-func podTemplate(nc *capn.NestedCluster, component string, annotations map[string]string, spec corev1.PodSpec) corev1.PodTemplateSpec {
+func podTemplate(nc *v1alpha1.NestedCluster, component string, annotations map[string]string, spec corev1.PodSpec) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: provisioner.ComponentLabels(nc, component), Annotations: annotations},
 		Spec:       spec,
 	}
 }
 
-func configMap(nc *capn.NestedCluster, p Params, name, component string, data map[string]string) *corev1.ConfigMap {
+func configMap(nc *v1alpha1.NestedCluster, p Params, name, component string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: objectMeta(nc, p, name, component),

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
@@ -96,7 +95,7 @@ func bootstrapKey(caCert []byte, etcdPods []string) string {
 }
 
 // etcdPodUIDs are the UIDs of the managed etcd's pods (cached).
-func (c *Controller) etcdPodUIDs(ctx context.Context, in *capn.NestedCluster, ns string) ([]string, error) {
+func (c *Controller) etcdPodUIDs(ctx context.Context, in *v1alpha1.NestedCluster, ns string) ([]string, error) {
 	if in.Spec.Etcd.Managed == nil {
 		return nil, nil
 	}
@@ -125,7 +124,7 @@ func (c *Controller) etcdPodUIDs(ctx context.Context, in *capn.NestedCluster, ns
 // and from then on the record answers, with no request to the tenant and
 // no memory, across capn restarts too. ca is the cluster CA Secret's data
 // as ensurePKI left it.
-func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) error {
+func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) error {
 	etcdPods, err := c.etcdPodUIDs(ctx, in, p.Namespace)
 	if err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
@@ -195,7 +194,7 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	rec.running = true
 	c.tenantWG.Add(1)
 	go c.bootstrapTenant(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)), rec,
-		builders.APIServerURL(in, p), clusterCA, key)
+		provisioner.APIServerURL(in, p.Addresses()), clusterCA, key)
 	return last(notReadyRequeue)
 }
 

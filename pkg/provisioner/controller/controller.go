@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,8 +17,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
-	"capn.dev/capn/pkg/apis/capn/install"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
@@ -34,14 +31,6 @@ import (
 // workload changes arrive through WatchManagement, but a tenant apiserver
 // that is ready before its RBAC bootstrap succeeds changes nothing we watch.
 const notReadyRequeue = 30 * time.Second
-
-// scheme converts the served v1alpha1 objects to the internal version the
-// builders take, and defaults them on the way.
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	install.Install(s)
-	return s
-}()
 
 // Options are the controller's collaborators.
 type Options struct {
@@ -224,13 +213,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if nc.Spec.Paused {
 		return 0, c.pause(ctx, nc)
 	}
-	in, err := toInternal(nc)
-	if err != nil {
-		return 0, err
-	}
+	in := nc // served objects arrive defaulted (the API server defaults on decode, also from storage)
 	o := &observation{}
 	stepErr := c.reconcile(ctx, nc, in, o)
-	st, ready := deriveStatus(nc, in, o, stepErr)
+	st, ready := deriveStatus(nc, o, stepErr)
 	_, werr := c.writeStatus(ctx, nc, st)
 	if werr == nil {
 		c.recordStatusEvents(ctx, nc, o, stepErr)
@@ -256,7 +242,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // reconcile runs the sync's steps in order and stops at the first that
 // fails, returning it as a *stepError. It fills o as it goes; deriveStatus
 // turns o and the error into status.
-func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, o *observation) error {
+func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, o *observation) error {
 	ns, err := c.ensureNamespace(ctx, nc, in)
 	if err != nil {
 		return failed(v1alpha1.ReasonNamespaceFailed, err)
@@ -269,7 +255,7 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	if err != nil {
 		return failed(v1alpha1.ReasonServicesFailed, err)
 	}
-	o.endpoint = builders.APIServerEndpoint(in, params)
+	o.endpoint = provisioner.APIServerEndpoint(in, params.Addresses())
 	certs, err := c.ensurePKI(ctx, nc, in, params)
 	if err != nil {
 		return failed(v1alpha1.ReasonPKIFailed, err)
@@ -345,15 +331,4 @@ func (c *Controller) recordStatusEvents(ctx context.Context, nc *v1alpha1.Nested
 	if errors.As(stepErr, &se) && !se.quiet {
 		c.recorder.Event(nc, corev1.EventTypeWarning, se.reason, truncate(se.err.Error(), maxFailureMessage))
 	}
-}
-
-// toInternal defaults a copy of nc and converts it for the builders.
-func toInternal(nc *v1alpha1.NestedCluster) (*capn.NestedCluster, error) {
-	v := nc.DeepCopy()
-	scheme.Default(v)
-	out := &capn.NestedCluster{}
-	if err := scheme.Convert(v, out, nil); err != nil {
-		return nil, fmt.Errorf("converting %s/%s: %w", nc.Namespace, nc.Name, err)
-	}
-	return out, nil
 }

@@ -49,9 +49,7 @@ func condition(t *testing.T, st *v1alpha1.NestedClusterStatus, typ string) metav
 
 func TestDeriveStatusReadyWhenEverythingRuns(t *testing.T) {
 	nc := testCluster()
-	in, err := toInternal(nc)
-	require.NoError(t, err)
-	st, ready := deriveStatus(nc, in, allRolledOut(nc.Spec.Version), nil)
+	st, ready := deriveStatus(nc, allRolledOut(nc.Spec.Version), nil)
 	assert.True(t, ready)
 	assert.Equal(t, v1alpha1.PhaseReady, st.Phase)
 	assert.Equal(t, metav1.ConditionTrue, condition(t, st, v1alpha1.ConditionReady).Status)
@@ -65,9 +63,7 @@ func TestDeriveStatusReadyWhenEverythingRuns(t *testing.T) {
 // it: Ready says what runs, Reconciled names the failed step.
 func TestDeriveStatusFailedStepAfterObservation(t *testing.T) {
 	nc := testCluster()
-	in, err := toInternal(nc)
-	require.NoError(t, err)
-	st, ready := deriveStatus(nc, in, allRolledOut(nc.Spec.Version), failed(v1alpha1.ReasonPKIFailed, errors.New("signing: no entropy")))
+	st, ready := deriveStatus(nc, allRolledOut(nc.Spec.Version), failed(v1alpha1.ReasonPKIFailed, errors.New("signing: no entropy")))
 	assert.True(t, ready, "a failed renewal does not stop a serving cluster")
 	rec := condition(t, st, v1alpha1.ConditionReconciled)
 	assert.Equal(t, metav1.ConditionFalse, rec.Status)
@@ -79,11 +75,9 @@ func TestDeriveStatusFailedStepAfterObservation(t *testing.T) {
 // said about them: not having looked is not "down".
 func TestDeriveStatusFailedBeforeObservationKeepsComponents(t *testing.T) {
 	nc := testCluster()
-	in, err := toInternal(nc)
-	require.NoError(t, err)
-	st, _ := deriveStatus(nc, in, allRolledOut(nc.Spec.Version), nil)
+	st, _ := deriveStatus(nc, allRolledOut(nc.Spec.Version), nil)
 	nc.Status = *st
-	st, ready := deriveStatus(nc, in, &observation{}, failed(v1alpha1.ReasonNamespaceFailed, errors.New("namespace capn-x is terminating")))
+	st, ready := deriveStatus(nc, &observation{}, failed(v1alpha1.ReasonNamespaceFailed, errors.New("namespace capn-x is terminating")))
 	assert.False(t, ready)
 	assert.Equal(t, v1alpha1.PhaseReady, st.Phase)
 	assert.Equal(t, metav1.ConditionTrue, condition(t, st, v1alpha1.ConditionAPIServerAvailable).Status)
@@ -94,13 +88,11 @@ func TestDeriveStatusFailedBeforeObservationKeepsComponents(t *testing.T) {
 // its controller has not seen yet is not rolled out, so Ready waits.
 func TestDeriveStatusSeesWhatTheSyncApplied(t *testing.T) {
 	nc := testCluster()
-	in, err := toInternal(nc)
-	require.NoError(t, err)
 	o := allRolledOut(nc.Spec.Version)
 	applied := rolledOutWorkload(v1alpha1.ComponentScheduler, nc.Spec.Version, 2).(*appsv1.Deployment)
 	applied.Status.ObservedGeneration = 1
 	o.record(applied)
-	st, ready := deriveStatus(nc, in, o, nil)
+	st, ready := deriveStatus(nc, o, nil)
 	assert.False(t, ready)
 	assert.Equal(t, v1alpha1.ReasonComponentsNotReady, condition(t, st, v1alpha1.ConditionReady).Reason)
 	assert.Equal(t, metav1.ConditionTrue, condition(t, st, v1alpha1.ConditionSchedulerAvailable).Status, "still serving while it rolls")
@@ -108,11 +100,9 @@ func TestDeriveStatusSeesWhatTheSyncApplied(t *testing.T) {
 
 func TestDeriveStatusTenantBootstrapFailure(t *testing.T) {
 	nc := testCluster()
-	in, err := toInternal(nc)
-	require.NoError(t, err)
 	o := allRolledOut(nc.Spec.Version)
 	o.tenant = tenantOutcome{failure: "the tenant apiserver answered HTTP 503"}
-	st, ready := deriveStatus(nc, in, o, &stepError{reason: v1alpha1.ReasonTenantBootstrapFailed, err: errors.New(o.tenant.failure)})
+	st, ready := deriveStatus(nc, o, &stepError{reason: v1alpha1.ReasonTenantBootstrapFailed, err: errors.New(o.tenant.failure)})
 	assert.False(t, ready)
 	assert.Equal(t, v1alpha1.ReasonBootstrappingTenant, condition(t, st, v1alpha1.ConditionReady).Reason)
 	tb := condition(t, st, v1alpha1.ConditionTenantBootstrapped)

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
@@ -23,7 +22,7 @@ import (
 // the apiserver reads are copied. It returns a hash of what was copied, to
 // roll the apiserver when the user rotates those certificates; "" without
 // an external etcd.
-func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (string, error) {
+func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (string, error) {
 	x := in.Spec.Etcd.External
 	if x == nil {
 		return "", nil
@@ -75,7 +74,7 @@ func (c *Controller) readUserSecret(ctx context.Context, namespace, name string,
 
 // writeCopy applies the management copy only when its data differs, so a
 // resync writes nothing.
-func (c *Controller) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns, name string, data map[string][]byte) error {
+func (c *Controller) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns, name string, data map[string][]byte) error {
 	live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	switch {
 	case err == nil:

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
@@ -22,14 +21,14 @@ import (
 // removal normally arrives through WatchManagement.
 const namespaceGoneRequeue = 15 * time.Second
 
-// ensureFinalizer adds capn.ProvisionerFinalizer before anything is
+// ensureFinalizer adds v1alpha1.ProvisionerFinalizer before anything is
 // created, and returns the updated object so later steps write against its
 // resourceVersion.
 func (c *Controller) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedCluster) (*v1alpha1.NestedCluster, error) {
-	if slices.Contains(nc.Finalizers, capn.ProvisionerFinalizer) {
+	if slices.Contains(nc.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		return nc, nil
 	}
-	nc.Finalizers = append(nc.Finalizers, capn.ProvisionerFinalizer)
+	nc.Finalizers = append(nc.Finalizers, v1alpha1.ProvisionerFinalizer)
 	out, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("adding finalizer: %w", err)
@@ -43,14 +42,13 @@ func (c *Controller) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedClu
 // waits until it is gone, then releases the NestedCluster. It runs whether
 // or not the cluster is paused: a paused cluster must still be deletable.
 func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (time.Duration, error) {
-	if !slices.Contains(nc.Finalizers, capn.ProvisionerFinalizer) {
+	if !slices.Contains(nc.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		return 0, nil
 	}
 	logger := klog.FromContext(ctx)
-	in := ownerOf(nc)
 	// Never delete a namespace another cluster owns (ResolveNamespace):
 	// the finalizer stays, for the provider to look at.
-	name, err := resolveNamespace(ctx, c.mgmt, in)
+	name, err := resolveNamespace(ctx, c.mgmt, nc)
 	if err != nil {
 		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, fmt.Errorf("resolving the management namespace (refusing to delete it): %w", err)))
 	}
@@ -58,7 +56,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
 	case apierrors.IsNotFound(err):
-		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == capn.ProvisionerFinalizer })
+		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == v1alpha1.ProvisionerFinalizer })
 		if _, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return 0, fmt.Errorf("removing finalizer: %w", err)
 		}
@@ -71,7 +69,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 		return 0, fmt.Errorf("getting namespace %s: %w", proto.Name, err)
 	}
 	// Resolved above, but re-checked on the object about to be deleted.
-	if !provisioner.OwnedBy(live.GetLabels(), in) && !provisioner.LegacyOwnedBy(live.GetLabels(), in) {
+	if !provisioner.OwnedBy(live.GetLabels(), nc) && !provisioner.LegacyOwnedBy(live.GetLabels(), nc) {
 		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed,
 			fmt.Errorf("namespace %s (refusing to delete it): %w", proto.Name, provisioner.ErrNotOwned)))
 	}
@@ -90,21 +88,6 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, "Deleting", "deleting management namespace %s", proto.Name)
 	}
 	return namespaceGoneRequeue, nil
-}
-
-// ownerOf is the identity of nc that naming and ownership depend on:
-// namespace, name and UID, without the defaulting and conversion of a full
-// toInternal (a cluster being deleted may no longer convert).
-func ownerOf(nc *v1alpha1.NestedCluster) *capn.NestedCluster {
-	in := &capn.NestedCluster{}
-	in.Namespace, in.Name, in.UID = nc.Namespace, nc.Name, nc.UID
-	return in
-}
-
-// managementNamespace is nc's UID-derived namespace name (the one a new
-// cluster gets).
-func managementNamespace(nc *v1alpha1.NestedCluster) string {
-	return provisioner.ManagementNamespace(ownerOf(nc))
 }
 
 // reportFailure records a failed step of a sync that derives no full

@@ -11,15 +11,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
 func TestFinalizerAddedOnFirstSync(t *testing.T) {
 	f := newFixture(t, testCluster())
 	f.sync()
-	if !slices.Contains(f.nc.Finalizers, capn.ProvisionerFinalizer) {
-		t.Fatalf("finalizers %v lack %s", f.nc.Finalizers, capn.ProvisionerFinalizer)
+	if !slices.Contains(f.nc.Finalizers, v1alpha1.ProvisionerFinalizer) {
+		t.Fatalf("finalizers %v lack %s", f.nc.Finalizers, v1alpha1.ProvisionerFinalizer)
 	}
 	if ev := strings.Join(f.events(), "\n"); !strings.Contains(ev, "FinalizerAdded") {
 		t.Errorf("no FinalizerAdded event in:\n%s", ev)
@@ -45,7 +44,7 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 	if _, err := f.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace %s not deleted: %v", ns, err)
 	}
-	if !slices.Contains(f.nc.Finalizers, capn.ProvisionerFinalizer) {
+	if !slices.Contains(f.nc.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		t.Fatal("finalizer removed before the namespace was confirmed gone")
 	}
 	if f.nc.Status.Phase != v1alpha1.PhaseDeleting {
@@ -55,7 +54,7 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 	if after := f.sync(); after != 0 {
 		t.Errorf("requeue after %s once the namespace is gone", after)
 	}
-	if slices.Contains(f.nc.Finalizers, capn.ProvisionerFinalizer) {
+	if slices.Contains(f.nc.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		t.Errorf("finalizer not removed: %v", f.nc.Finalizers)
 	}
 	if _, ok := f.c.bootstrapped[f.nc.UID]; ok {
@@ -65,7 +64,7 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 
 func TestDeletionWaitsForTerminatingNamespace(t *testing.T) {
 	nc := testCluster(func(nc *v1alpha1.NestedCluster) {
-		nc.Finalizers = []string{capn.ProvisionerFinalizer}
+		nc.Finalizers = []string{v1alpha1.ProvisionerFinalizer}
 		nc.DeletionTimestamp = &metav1.Time{Time: testNow}
 	})
 	ns := &corev1.Namespace{
@@ -84,7 +83,7 @@ func TestDeletionWaitsForTerminatingNamespace(t *testing.T) {
 
 func TestDeletionRefusesForeignNamespace(t *testing.T) {
 	nc := testCluster(func(nc *v1alpha1.NestedCluster) {
-		nc.Finalizers = []string{capn.ProvisionerFinalizer}
+		nc.Finalizers = []string{v1alpha1.ProvisionerFinalizer}
 		nc.DeletionTimestamp = &metav1.Time{Time: testNow}
 	})
 	foreign := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},

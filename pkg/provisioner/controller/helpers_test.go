@@ -17,6 +17,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	capnfake "capn.dev/capn/pkg/generated/clientset/versioned/fake"
 	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
@@ -87,11 +88,20 @@ const testUID = "6f1c2b9e-3d4a-4e5f-8a7b-0c1d2e3f4a5b"
 func testCluster(mutate ...func(*v1alpha1.NestedCluster)) *v1alpha1.NestedCluster {
 	nc := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo", Generation: 1, UID: testUID}}
 	nc.Spec.Version = "v1.37.2"
-	scheme.Default(nc)
+	v1alpha1.SetObjectDefaults_NestedCluster(nc)
 	for _, m := range mutate {
 		m(nc)
 	}
+	// What a mutation leaves out the API server would fill in; the
+	// controller no longer defaults on its side.
+	v1alpha1.SetObjectDefaults_NestedCluster(nc)
 	return nc
+}
+
+// managementNamespace is nc's UID-derived namespace name (the one a new
+// cluster gets).
+func managementNamespace(nc *v1alpha1.NestedCluster) string {
+	return provisioner.ManagementNamespace(nc)
 }
 
 func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builders.Object) *fixture {
@@ -175,6 +185,7 @@ func (f *fixture) setCluster(mutate func(*v1alpha1.NestedCluster)) {
 	f.t.Helper()
 	nc := f.nc.DeepCopy()
 	mutate(nc)
+	v1alpha1.SetObjectDefaults_NestedCluster(nc) // as the API server does on update
 	if _, err := f.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(context.Background(), nc, metav1.UpdateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}

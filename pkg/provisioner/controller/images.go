@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
@@ -28,7 +27,7 @@ const maxImageMessage = 256
 // any of them waits for an image the node cannot get. It is called only
 // while some component is not rolled out, so a steady cluster costs no
 // LIST.
-func (c *Controller) imagesCondition(ctx context.Context, in *capn.NestedCluster, ns string) (metav1.Condition, error) {
+func (c *Controller) imagesCondition(ctx context.Context, in *v1alpha1.NestedCluster, ns string) (metav1.Condition, error) {
 	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: in.Name}))
 	if err != nil {
 		return metav1.Condition{}, fmt.Errorf("listing pods in %s: %w", ns, err)

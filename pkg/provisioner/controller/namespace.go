@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
@@ -20,7 +19,7 @@ import (
 // it, and returns its name for every later step of the sync. Applying it
 // stamps provisioner.OwnerUIDLabel, which is how a namespace made by an
 // older capn, under its legacy name, is claimed by its cluster's UID.
-func (c *Controller) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster) (string, error) {
+func (c *Controller) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster) (string, error) {
 	name, err := resolveNamespace(ctx, c.mgmt, in)
 	if err != nil {
 		return "", err
@@ -43,7 +42,7 @@ func (c *Controller) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedClu
 }
 
 // resolveNamespace looks namespaces up for provisioner.ResolveNamespace.
-func resolveNamespace(ctx context.Context, m Management, in *capn.NestedCluster) (string, error) {
+func resolveNamespace(ctx context.Context, m Management, in *v1alpha1.NestedCluster) (string, error) {
 	return provisioner.ResolveNamespace(in, func(name string) (map[string]string, error) {
 		live, err := m.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		if apierrors.IsNotFound(err) {

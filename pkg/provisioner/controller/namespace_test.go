@@ -76,7 +76,7 @@ func TestNamespaceOfAnotherOwnerRefused(t *testing.T) {
 // it, so nothing the running control plane depends on changes name.
 func TestLegacyNamespaceKept(t *testing.T) {
 	nc := testCluster()
-	legacyName := provisioner.LegacyNamespace(ownerOf(nc))
+	legacyName := provisioner.LegacyNamespace(nc)
 	legacy := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: legacyName, Labels: map[string]string{v1alpha1.ClusterLabel: "demo",
 			provisioner.ClusterNamespaceLabel: "team-a", provisioner.ManagedByLabel: provisioner.ManagedByValue}}}
@@ -104,7 +104,7 @@ func TestLegacyNamespaceKept(t *testing.T) {
 func TestLegacyNamespaceOfAnotherClusterNotAdopted(t *testing.T) {
 	nc := testCluster()
 	victim := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: provisioner.LegacyNamespace(ownerOf(nc)), Labels: map[string]string{v1alpha1.ClusterLabel: "victim",
+		ObjectMeta: metav1.ObjectMeta{Name: provisioner.LegacyNamespace(nc), Labels: map[string]string{v1alpha1.ClusterLabel: "victim",
 			provisioner.ClusterNamespaceLabel: "team-v", provisioner.ManagedByLabel: provisioner.ManagedByValue}}}
 	f := newFixture(t, nc, victim)
 	f.sync()

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
@@ -54,7 +53,7 @@ type tenantOutcome struct {
 }
 
 // observeWorkloads reads the control plane's workloads into o.
-func (c *Controller) observeWorkloads(ctx context.Context, in *capn.NestedCluster, ns string, o *observation) error {
+func (c *Controller) observeWorkloads(ctx context.Context, in *v1alpha1.NestedCluster, ns string, o *observation) error {
 	o.workloads = map[string]builders.Object{}
 	protos := map[string]builders.Object{}
 	if in.Spec.Etcd.Managed != nil {
@@ -123,7 +122,7 @@ func (o *observation) etcdImage() string {
 
 // components is each component's observed state, in v1alpha1.Components
 // order. External etcd is not ours to watch: it counts as available.
-func (o *observation) components(in *capn.NestedCluster) map[string]observed {
+func (o *observation) components(in *v1alpha1.NestedCluster) map[string]observed {
 	out := map[string]observed{v1alpha1.ComponentEtcd: {available: true, done: true}}
 	if m := in.Spec.Etcd.Managed; m != nil {
 		out[v1alpha1.ComponentEtcd] = observeWorkload(o.workloads[v1alpha1.ComponentEtcd], ptr.Deref(m.Replicas, 1), true)

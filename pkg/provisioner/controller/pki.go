@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
@@ -21,7 +20,7 @@ import (
 // its CertsHash rolls the pods when a certificate they read at start
 // changes, and the cluster CA in it serves the tenant bootstrap, so no
 // later step of the sync reads these Secrets again.
-func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params) (pki.Data, error) {
+func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params) (pki.Data, error) {
 	ns := p.Namespace
 	secrets, err := c.mgmt.ListSecrets(ctx, ns)
 	if err != nil {
@@ -31,7 +30,7 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	for i := range secrets {
 		existing[secrets[i].Name] = secrets[i].Data
 	}
-	want, changed, err := pki.Reconcile(existing, pki.InputsFor(in, p), c.now(), c.threshold)
+	want, changed, err := pki.Reconcile(existing, pki.InputsFor(in, p.Addresses()), c.now(), c.threshold)
 	if err != nil {
 		return nil, fmt.Errorf("reconciling certificates: %w", err)
 	}
@@ -52,7 +51,7 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 // ownedSecret is a Secret capn writes into a management namespace, as an
 // apply configuration: only the keys in data, and the owner labels. Opaque,
 // because CA and kubeconfig Secrets do not fit kubernetes.io/tls.
-func ownedSecret(in *capn.NestedCluster, ns, name string, data map[string][]byte) *corev1.Secret {
+func ownedSecret(in *v1alpha1.NestedCluster, ns, name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: provisioner.OwnerLabels(in)},

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
@@ -41,7 +40,7 @@ const maxFailureMessage = 1024
 // certificate renewal shows while the cluster still serves. A sync that
 // failed before it observed the workloads leaves their conditions as they
 // were, because not having looked says nothing about them.
-func deriveStatus(nc *v1alpha1.NestedCluster, in *capn.NestedCluster, o *observation, stepErr error) (*v1alpha1.NestedClusterStatus, bool) {
+func deriveStatus(nc *v1alpha1.NestedCluster, o *observation, stepErr error) (*v1alpha1.NestedClusterStatus, bool) {
 	st := nc.Status.DeepCopy()
 	st.ObservedGeneration = nc.Generation
 	meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPaused)
@@ -67,12 +66,12 @@ func deriveStatus(nc *v1alpha1.NestedCluster, in *capn.NestedCluster, o *observa
 		// certificate.
 		st.Endpoint = o.endpoint
 	}
-	comps := o.components(in)
+	comps := o.components(nc)
 	etcd, api := comps[v1alpha1.ComponentEtcd], comps[v1alpha1.ComponentAPIServer]
 	kcm, sched := comps[v1alpha1.ComponentControllerManager], comps[v1alpha1.ComponentScheduler]
 	st.Etcd, st.APIServer, st.ControllerManager, st.Scheduler = etcd.status, api.status, kcm.status, sched.status
 	st.Replicas = api.status.Replicas
-	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(in, v1alpha1.ComponentAPIServer)).String()
+	st.Selector = labels.SelectorFromSet(provisioner.SelectorLabels(nc, v1alpha1.ComponentAPIServer)).String()
 
 	available := func(typ string, ok bool, reason, notReason string) {
 		if ok {
@@ -121,7 +120,7 @@ func deriveStatus(nc *v1alpha1.NestedCluster, in *capn.NestedCluster, o *observa
 	upgrading := false
 	for _, name := range upgradeOrder {
 		v := comps[name].status.Version
-		upgrading = upgrading || (v != "" && v != in.Spec.Version)
+		upgrading = upgrading || (v != "" && v != nc.Spec.Version)
 	}
 	switch {
 	case ready:

@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/versions"
@@ -83,7 +82,7 @@ func (u *upgrade) event(typ, reason, message string) {
 // planUpgrade works out the version each component renders at, from the
 // sync's observation of the three Deployments; only when a step has
 // stalled does it read their pods.
-func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string, o *observation) (*upgrade, error) {
+func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string, o *observation) (*upgrade, error) {
 	target := in.Spec.Version
 	comps := componentStates(in, o)
 	var err error
@@ -167,7 +166,7 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 
 // componentStates is the kube-* components in upgradeOrder as the
 // observation shows them.
-func componentStates(in *capn.NestedCluster, o *observation) []*componentState {
+func componentStates(in *v1alpha1.NestedCluster, o *observation) []*componentState {
 	comps := o.components(in)
 	out := make([]*componentState, 0, len(upgradeOrder))
 	for _, name := range upgradeOrder {

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -23,7 +23,7 @@ import (
 //	kube-apiserver: ImagePullBackOff (Back-off pulling image ...)
 //
 // Pods are read only here, when a step has already missed its deadline.
-func (c *Controller) diagnose(ctx context.Context, in *capn.NestedCluster, ns string, cs *componentState, target string) (string, error) {
+func (c *Controller) diagnose(ctx context.Context, in *v1alpha1.NestedCluster, ns string, cs *componentState, target string) (string, error) {
 	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(in, cs.name)))
 	if err != nil {
 		return "", fmt.Errorf("listing %s pods: %w", cs.name, err)

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/access"
@@ -32,7 +31,7 @@ const SpecHashAnnotation = "capn.dev/spec-hash"
 // certificates and flags of everything else (Params). Services do not
 // depend on the rest of Params, so rendering with only the namespace is
 // exact.
-func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, ns string) (builders.Params, error) {
+func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (builders.Params, error) {
 	p := builders.Params{Namespace: ns, Placement: c.placement}
 	objs, err := builders.All(in, p)
 	if err != nil {
@@ -69,7 +68,7 @@ func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedClus
 // (ensured before, since the rest depends on them). o is the sync's
 // observation: its workloads size the quota during a rollout, and what is
 // applied here replaces them in it.
-func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *capn.NestedCluster, p builders.Params, o *observation) error {
+func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
 	objs, err := renderAtRevisions(in, p, o)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
@@ -100,7 +99,7 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 // A workload whose pod template changes anyway (a spec edit, an upgrade
 // step, a renewed certificate, a hand edit being repaired) moves to the
 // latest revision in the same roll.
-func renderAtRevisions(in *capn.NestedCluster, p builders.Params, o *observation) ([]builders.Object, error) {
+func renderAtRevisions(in *v1alpha1.NestedCluster, p builders.Params, o *observation) ([]builders.Object, error) {
 	p.Revisions = builders.TemplateRevisions{}
 	for component, live := range o.workloads {
 		p.Revisions[component] = builders.RevisionOf(live)
@@ -139,7 +138,7 @@ func renderAtRevisions(in *capn.NestedCluster, p builders.Params, o *observation
 // workloads and the live ones: while a change that lowers a component's
 // resources rolls out, its old pods still count at the old size, and a
 // quota of the new size alone would refuse the new pods and stall it.
-func quotaForRollout(in *capn.NestedCluster, p builders.Params, objs, live []builders.Object) {
+func quotaForRollout(in *v1alpha1.NestedCluster, p builders.Params, objs, live []builders.Object) {
 	for i, o := range objs {
 		if _, ok := o.(*corev1.ResourceQuota); ok {
 			objs[i] = builders.ResourceQuota(in, p, append(slices.Clone(objs), live...))

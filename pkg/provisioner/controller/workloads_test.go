@@ -75,10 +75,7 @@ func TestWorkloadsRepairHashDrift(t *testing.T) {
 }
 
 func TestSpecHashStable(t *testing.T) {
-	in, err := toInternal(testCluster())
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := testCluster()
 	a, err := specHash(builders.Namespace(in, builders.Params{}))
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/provisioner/builders"
 )
 
 // now is the fake clock every test starts from.
@@ -25,16 +24,16 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 const threshold = DefaultRenewalThreshold
 
 // cluster is a defaulted NestedCluster, as in the builders' tests.
-func cluster(mutate ...func(*capn.NestedCluster)) *capn.NestedCluster {
-	nc := &capn.NestedCluster{}
+func cluster(mutate ...func(*v1alpha1.NestedCluster)) *v1alpha1.NestedCluster {
+	nc := &v1alpha1.NestedCluster{}
 	nc.Name, nc.Namespace = "demo", "team-a"
-	nc.Spec = capn.NestedClusterSpec{
+	nc.Spec = v1alpha1.NestedClusterSpec{
 		Version:        "v1.37.2",
-		ClusterNetwork: capn.ClusterNetwork{ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.0.0/16", DNSDomain: "cluster.local"},
-		Etcd:           capn.EtcdSpec{Managed: &capn.ManagedEtcd{Replicas: ptr.To[int32](3)}},
-		APIServer: capn.APIServerSpec{
-			ComponentSpec: capn.ComponentSpec{Replicas: ptr.To[int32](1)},
-			Service:       capn.APIServerService{Type: corev1.ServiceTypeClusterIP, Port: 6443},
+		ClusterNetwork: v1alpha1.ClusterNetwork{ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.0.0/16", DNSDomain: "cluster.local"},
+		Etcd:           v1alpha1.EtcdSpec{Managed: &v1alpha1.ManagedEtcd{Replicas: ptr.To[int32](3)}},
+		APIServer: v1alpha1.APIServerSpec{
+			ComponentSpec: v1alpha1.ComponentSpec{Replicas: ptr.To[int32](1)},
+			Service:       v1alpha1.APIServerService{Type: corev1.ServiceTypeClusterIP, Port: 6443},
 		},
 	}
 	for _, m := range mutate {
@@ -43,10 +42,10 @@ func cluster(mutate ...func(*capn.NestedCluster)) *capn.NestedCluster {
 	return nc
 }
 
-var params = builders.Params{APIServerServiceIP: "10.0.0.10", EtcdServiceIP: "10.0.0.11"}
+var addrs = provisioner.Addresses{APIServerServiceIP: "10.0.0.10", EtcdServiceIP: "10.0.0.11"}
 
-func inputs(mutate ...func(*capn.NestedCluster)) Inputs {
-	return InputsFor(cluster(mutate...), params)
+func inputs(mutate ...func(*v1alpha1.NestedCluster)) Inputs {
+	return InputsFor(cluster(mutate...), addrs)
 }
 
 // baseline is one reconciled-from-nothing set, shared because RSA key

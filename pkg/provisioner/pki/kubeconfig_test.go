@@ -35,7 +35,7 @@ func TestKubeconfigParses(t *testing.T) {
 			bytes.Equal(rc.CAData, ca.CertPEM), bytes.Equal(rc.CertData, kp.CertPEM), bytes.Equal(rc.KeyData, kp.KeyPEM))
 	}
 	// The component kubeconfigs Reconcile writes parse too and point at
-	// the builders' URL.
+	// provisioner.APIServerURL.
 	for _, s := range []string{provisioner.SecretControllerManagerKC, provisioner.SecretSchedulerKC} {
 		rc, err := clientcmd.RESTConfigFromKubeConfig(d[s][provisioner.SecretKeyKubeconfig])
 		if err != nil || rc.Host != inputs().APIServerURL {

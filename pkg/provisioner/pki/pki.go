@@ -94,7 +94,7 @@ type LeafSpec struct {
 	CommonName   string
 	Organization []string
 	DNSNames     []string
-	IPAddresses  []string // text, as builders.SANs holds them
+	IPAddresses  []string // text, as provisioner.SANs holds them
 	Usage        Usage
 	Validity     time.Duration // zero means DefaultLeafValidity
 }

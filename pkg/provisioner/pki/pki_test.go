@@ -13,9 +13,8 @@ import (
 
 	"k8s.io/client-go/util/keyutil"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/provisioner/builders"
 )
 
 func TestGenerateCAs(t *testing.T) {
@@ -159,11 +158,11 @@ func TestLeavesVerify(t *testing.T) {
 func TestSANsExact(t *testing.T) {
 	nc := cluster()
 	d := base(t)
-	none := builders.SANs{}
-	for secret, want := range map[string]builders.SANs{
-		provisioner.SecretAPIServerServing:         builders.APIServerSANs(nc, params),
-		provisioner.SecretEtcdServer:               builders.EtcdServerSANs(nc, params),
-		provisioner.SecretEtcdPeer:                 builders.EtcdPeerSANs(nc, builders.Params{}),
+	none := provisioner.SANs{}
+	for secret, want := range map[string]provisioner.SANs{
+		provisioner.SecretAPIServerServing:         provisioner.APIServerSANs(nc, addrs),
+		provisioner.SecretEtcdServer:               provisioner.EtcdServerSANs(nc, addrs),
+		provisioner.SecretEtcdPeer:                 provisioner.EtcdPeerSANs(nc, provisioner.Addresses{}),
 		provisioner.SecretControllerManagerServing: {DNSNames: []string{"localhost", "kube-controller-manager"}, IPAddresses: []string{"127.0.0.1"}},
 		provisioner.SecretSchedulerServing:         {DNSNames: []string{"localhost", "kube-scheduler"}, IPAddresses: []string{"127.0.0.1"}},
 		provisioner.SecretAPIServerKubeletClient:   none,
@@ -176,7 +175,7 @@ func TestSANsExact(t *testing.T) {
 			t.Errorf("%s SANs DNS=%v IP=%v, want DNS=%v IP=%v", secret, c.DNSNames, c.IPAddresses, want.DNSNames, want.IPAddresses)
 		}
 	}
-	// The SANs are the builders' (a spot check that those are not empty).
+	// The SANs are provisioner's (a spot check that those are not empty).
 	if c := leafOf(t, d, provisioner.SecretAPIServerServing).Cert; !slices.Contains(c.DNSNames, "kubernetes.default.svc.cluster.local") ||
 		!slices.Contains(ipStrings(c.IPAddresses), "10.96.0.1") || !slices.Contains(ipStrings(c.IPAddresses), "10.0.0.10") {
 		t.Errorf("apiserver SANs miss tenant or management names: %v %v", c.DNSNames, c.IPAddresses)
@@ -226,8 +225,8 @@ func TestSecretLayout(t *testing.T) {
 		}
 	}
 
-	ext := inputs(func(nc *capn.NestedCluster) {
-		nc.Spec.Etcd = capn.EtcdSpec{External: &capn.ExternalEtcd{Endpoints: []string{"https://etcd.example:2379"}}}
+	ext := inputs(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.Etcd = v1alpha1.EtcdSpec{External: &v1alpha1.ExternalEtcd{Endpoints: []string{"https://etcd.example:2379"}}}
 	})
 	all, err := GenerateCAs(now, ext.ClusterName)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -82,7 +82,7 @@ func TestReconcileRenewsOnlyTheExpiringLeaf(t *testing.T) {
 func TestReconcileSANChangeReissuesOnlyThatLeaf(t *testing.T) {
 	for _, san := range []string{"api.example.com", "203.0.113.7"} { // DNS, then IP
 		d := base(t)
-		in := inputs(func(nc *capn.NestedCluster) { nc.Spec.APIServer.CertSANs = []string{san} })
+		in := inputs(func(nc *v1alpha1.NestedCluster) { nc.Spec.APIServer.CertSANs = []string{san} })
 		after, changed := reconcile(t, d, in, now)
 		only(t, d, after, changed, provisioner.SecretAPIServerServing)
 		c := leafOf(t, after, provisioner.SecretAPIServerServing).Cert

@@ -6,10 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/provisioner/builders"
 )
 
 // Data is the data of the management namespace's PKI Secrets:
@@ -35,13 +33,14 @@ const (
 )
 
 // Inputs are what the certificates depend on besides the CAs. Every SAN
-// comes from the builders, which decide how each component is reached.
+// comes from the provisioner package's addresses, the names the builders
+// render too.
 type Inputs struct {
 	ClusterName    string // CA subjects only
 	APIServerURL   string // server of the kcm and scheduler kubeconfigs
-	APIServerSANs  builders.SANs
-	EtcdServerSANs builders.SANs
-	EtcdPeerSANs   builders.SANs
+	APIServerSANs  provisioner.SANs
+	EtcdServerSANs provisioner.SANs
+	EtcdPeerSANs   provisioner.SANs
 	// ManagedEtcd: capn runs etcd, so it issues the etcd CA and certs. With
 	// an external etcd the controller copies the user's Secrets instead.
 	ManagedEtcd bool
@@ -49,15 +48,15 @@ type Inputs struct {
 	LeafValidity time.Duration
 }
 
-// InputsFor derives Inputs from a defaulted NestedCluster and the facts
-// the controller knows (p.CertsHash is ignored: it is computed from ours).
-func InputsFor(nc *capn.NestedCluster, p builders.Params) Inputs {
+// InputsFor derives Inputs from a defaulted NestedCluster and the
+// addresses the controller knows (builders.Params.Addresses).
+func InputsFor(nc *v1alpha1.NestedCluster, a provisioner.Addresses) Inputs {
 	return Inputs{
 		ClusterName:    nc.Namespace + "/" + nc.Name,
-		APIServerURL:   builders.APIServerURL(nc, p),
-		APIServerSANs:  builders.APIServerSANs(nc, p),
-		EtcdServerSANs: builders.EtcdServerSANs(nc, p),
-		EtcdPeerSANs:   builders.EtcdPeerSANs(nc, p),
+		APIServerURL:   provisioner.APIServerURL(nc, a),
+		APIServerSANs:  provisioner.APIServerSANs(nc, a),
+		EtcdServerSANs: provisioner.EtcdServerSANs(nc, a),
+		EtcdPeerSANs:   provisioner.EtcdPeerSANs(nc, a),
 		ManagedEtcd:    nc.Spec.Etcd.Managed != nil,
 	}
 }
@@ -82,16 +81,16 @@ type leaf struct {
 // leafSet is every leaf the builders mount (naming.go's Secret list).
 func leafSet(in Inputs) []leaf {
 	v := in.validity()
-	spec := func(cn string, u Usage, sans builders.SANs) LeafSpec {
+	spec := func(cn string, u Usage, sans provisioner.SANs) LeafSpec {
 		return LeafSpec{CommonName: cn, Usage: u, DNSNames: sans.DNSNames, IPAddresses: sans.IPAddresses, Validity: v}
 	}
 	// kcm and scheduler serve /healthz and /metrics on the pod IP, which
 	// is unknown at issue time; the kubelet's probes do not verify, and
 	// in-pod clients use loopback.
-	local := func(name string) builders.SANs {
-		return builders.SANs{DNSNames: []string{"localhost", name}, IPAddresses: []string{"127.0.0.1"}}
+	local := func(name string) provisioner.SANs {
+		return provisioner.SANs{DNSNames: []string{"localhost", name}, IPAddresses: []string{"127.0.0.1"}}
 	}
-	none := builders.SANs{}
+	none := provisioner.SANs{}
 	ls := []leaf{
 		{secret: provisioner.SecretAPIServerServing, ca: provisioner.SecretCA, spec: spec(APIServerCommonName, UsageServer, in.APIServerSANs)},
 		{secret: provisioner.SecretAPIServerKubeletClient, ca: provisioner.SecretCA, spec: spec(KubeletClientCommonName, UsageClient, none)},

@@ -12,6 +12,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
 // DefaultFinalizerAdminGroups may remove capn's finalizer besides capn
@@ -25,7 +26,7 @@ type Policy struct {
 	// NestedCluster references; capn-apiserver passes its delegated
 	// authorizer, so the answer is the management cluster's RBAC.
 	Authorizer authorizer.Authorizer
-	// FinalizerAdminGroups may remove capn.ProvisionerFinalizer: the
+	// FinalizerAdminGroups may remove v1alpha1.ProvisionerFinalizer: the
 	// provider's break-glass path for a cluster capn cannot clean up.
 	FinalizerAdminGroups []string
 }
@@ -42,7 +43,7 @@ func (p Policy) complete() (Policy, error) {
 // tenant could patch it away and delete the object before capn re-adds it,
 // orphaning a running control plane.
 func (p Policy) finalizerErrors(ctx context.Context, newNC, oldNC *capn.NestedCluster) field.ErrorList {
-	if !slices.Contains(oldNC.Finalizers, capn.ProvisionerFinalizer) || slices.Contains(newNC.Finalizers, capn.ProvisionerFinalizer) {
+	if !slices.Contains(oldNC.Finalizers, v1alpha1.ProvisionerFinalizer) || slices.Contains(newNC.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		return nil
 	}
 	if u, ok := genericapirequest.UserFrom(ctx); ok {
@@ -59,7 +60,7 @@ func (p Policy) finalizerErrors(ctx context.Context, newNC, oldNC *capn.NestedCl
 		}
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
-		fmt.Sprintf("%s is removed by capn once the control plane is deleted; only capn and the provider's break-glass groups may remove it", capn.ProvisionerFinalizer))}
+		fmt.Sprintf("%s is removed by capn once the control plane is deleted; only capn and the provider's break-glass groups may remove it", v1alpha1.ProvisionerFinalizer))}
 }
 
 // secretErrors proves the requester may get every Secret the cluster

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
 
 var (
@@ -32,7 +33,7 @@ func (e *env) updateAs(u user.Info, nc *capn.NestedCluster, status bool) error {
 
 func withoutFinalizer(nc *capn.NestedCluster) *capn.NestedCluster {
 	out := nc.DeepCopy()
-	out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return f == capn.ProvisionerFinalizer })
+	out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return f == v1alpha1.ProvisionerFinalizer })
 	return out
 }
 
@@ -42,7 +43,7 @@ func withoutFinalizer(nc *capn.NestedCluster) *capn.NestedCluster {
 func TestFinalizerRemovalIsCapnsOrTheProviders(t *testing.T) {
 	e := newEnv(t)
 	nc := e.create("guarded", "")
-	nc.Finalizers = []string{capn.ProvisionerFinalizer, "example.com/other"}
+	nc.Finalizers = []string{v1alpha1.ProvisionerFinalizer, "example.com/other"}
 	require.NoError(t, e.updateAs(capnItself, nc, false))
 	nc = e.get("guarded")
 
@@ -53,7 +54,7 @@ func TestFinalizerRemovalIsCapnsOrTheProviders(t *testing.T) {
 		assert.Equal(t, []string{"metadata.finalizers"}, causeFields(err))
 		assert.Contains(t, err.Error(), "only capn and the provider's break-glass groups may remove it")
 	}
-	require.Contains(t, e.get("guarded").Finalizers, capn.ProvisionerFinalizer, "nothing partial is written")
+	require.Contains(t, e.get("guarded").Finalizers, v1alpha1.ProvisionerFinalizer, "nothing partial is written")
 
 	// capn's name without capn's group is not capn.
 	impostor := &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.AllAuthenticated}}
@@ -61,13 +62,13 @@ func TestFinalizerRemovalIsCapnsOrTheProviders(t *testing.T) {
 
 	// Other finalizers stay the tenant's to manage.
 	other := e.get("guarded")
-	other.Finalizers = []string{capn.ProvisionerFinalizer}
+	other.Finalizers = []string{v1alpha1.ProvisionerFinalizer}
 	require.NoError(t, e.updateAs(tenant, other, false))
 
 	require.NoError(t, e.updateAs(provider, withoutFinalizer(e.get("guarded")), false))
-	assert.NotContains(t, e.get("guarded").Finalizers, capn.ProvisionerFinalizer)
+	assert.NotContains(t, e.get("guarded").Finalizers, v1alpha1.ProvisionerFinalizer)
 
-	e.create("capn-removes", "", func(nc *capn.NestedCluster) { nc.Finalizers = []string{capn.ProvisionerFinalizer} })
+	e.create("capn-removes", "", func(nc *capn.NestedCluster) { nc.Finalizers = []string{v1alpha1.ProvisionerFinalizer} })
 	require.NoError(t, e.updateAs(capnItself, withoutFinalizer(e.get("capn-removes")), false))
 }
 
@@ -112,7 +113,7 @@ func TestSecretReferencesUnchangedAreNotRechecked(t *testing.T) {
 	e := newEnv(t)
 	nc := newCluster(t, e.ns, "stored", "")
 	externalEtcd("etcd-ca", unreadableSecret)(nc)
-	nc.Finalizers = []string{capn.ProvisionerFinalizer}
+	nc.Finalizers = []string{v1alpha1.ProvisionerFinalizer}
 	_, err := e.s.NestedCluster.Create(asUser(e.ctx, provider), nc, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 	require.NoError(t, err, "the provider may reference a Secret only it can read")
 	stored := e.get("stored")

@@ -11,6 +11,11 @@ import (
 // GroupName is the API group served by capn-apiserver.
 const GroupName = "capn.dev"
 
+// ProvisionerFinalizer holds a NestedCluster until capn has deleted its
+// management namespace, so deleting the API object never leaks a running
+// control plane. Only capn and the provider's break-glass groups may remove it.
+const ProvisionerFinalizer = GroupName + "/provisioner"
+
 // SchemeGroupVersion is the group version used to register these objects.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 
