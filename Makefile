@@ -130,11 +130,13 @@ bench-scale-smoke: ## bench-scale with 20 clusters and 30 s of steady state, out
 
 API_N ?= 200
 API_OUT ?= $(OUT)/bench-api
+# Where capn stores: the management etcd (shared, what the CRD has) and/or its embedded etcd.
+API_ETCD ?= shared,embedded
 
 .PHONY: bench-api
 bench-api: build tools ## nestedclusters through the aggregator against a CRD with the same schema: create/get/list/update/watch p50/p99 and their ratio, API_N of each; api.csv into API_OUT.
 	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) \
-	CAPN_BENCH_API_N=$(API_N) CAPN_BENCH_OUT=$(API_OUT) \
+	CAPN_BENCH_API_N=$(API_N) CAPN_BENCH_API_ETCD=$(API_ETCD) CAPN_BENCH_OUT=$(API_OUT) \
 		go test -tags e2e -run '^$$' -bench '^BenchmarkAPI$$' -benchtime 1x -timeout 1h -v ./test/e2e/
 
 .PHONY: bench-api-smoke
