@@ -158,6 +158,12 @@ func Etcd(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: selector,
 			Ports:    []corev1.ServicePort{servicePort("client", profiles.EtcdClientPort, profiles.EtcdClientPort)},
+			// A single member is the only backend there can be: routing to
+			// it before its readiness probe passes lets kube-apiserver,
+			// which starts alongside it, connect the moment etcd listens
+			// rather than a probe later. Several members keep ready-only
+			// routing, so a member still catching up gets no clients.
+			PublishNotReadyAddresses: replicas == 1,
 		},
 	}
 	headless := &corev1.Service{

@@ -62,14 +62,18 @@ type tenantBootstrap struct {
 	retryAt  time.Time
 }
 
-// tenantRetry is the wait after the n-th failed bootstrap in a row: 1 s,
-// doubling, at most maxTenantRetry.
+// tenantRetry is the wait after the n-th failed bootstrap in a row:
+// 250 ms, doubling, at most maxTenantRetry. The first retry is short
+// because the first failure is usually the apiserver Service's endpoint
+// not yet programmed a moment after the pod turned Ready.
 func tenantRetry(n int) time.Duration {
-	if n > 7 {
+	if n > 9 {
 		return maxTenantRetry
 	}
-	return min(time.Second<<max(n-1, 0), maxTenantRetry)
+	return min(firstTenantRetry<<max(n-1, 0), maxTenantRetry)
 }
+
+const firstTenantRetry = 250 * time.Millisecond
 
 const maxTenantRetry = time.Minute
 
@@ -158,14 +162,20 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o.tenant.failure = rec.failure
+	// One failure alone is not reported: right after the apiserver turns
+	// Ready its Service often has no endpoint yet, and the retry 250 ms
+	// later gets through. Two in a row are.
+	reportable := rec.failure != "" && rec.failures >= 2
+	if reportable {
+		o.tenant.failure = rec.failure
+	}
 	// last is the failed attempt as the step's error: the fixed
 	// description only, never the tenant's own text, as a Warning Event
 	// once (quiet after), and with a requeue of its own: the backoff's end,
 	// or, while an attempt runs, the not-ready safety net (the attempt
 	// enqueues the cluster when it ends).
 	last := func(after time.Duration) error {
-		if rec.failure == "" {
+		if !reportable {
 			return nil
 		}
 		se := &stepError{reason: v1alpha1.ReasonTenantBootstrapFailed, err: errors.New(rec.failure),

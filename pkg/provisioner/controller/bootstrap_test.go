@@ -104,10 +104,7 @@ func TestTenantBootstrapFailureKeepsNotReady(t *testing.T) {
 	f.tenant.PrependReactor("patch", "clusterrolebindings", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewGenericServerResponse(503, "patch", rbacv1.Resource("clusterrolebindings"), "x", tenantText, 0, true)
 	})
-	f.sync()
-	f.markReady()
-	f.sync()
-	f.c.tenantWG.Wait()
+	f.failTenantTwice()
 	// The failure is the step's outcome, with the step's own backoff as
 	// the requeue (not an error for the queue's rate limiter).
 	after, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
@@ -175,25 +172,22 @@ func TestTenantBootstrapBacksOff(t *testing.T) {
 	f.tenant.PrependReactor("patch", "clusterrolebindings", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("no")
 	})
-	f.sync()
-	f.markReady()
-	f.sync()
-	f.c.tenantWG.Wait()
+	now := f.failTenantTwice()
 	dials := func() int {
 		f.serversMu.Lock()
 		defer f.serversMu.Unlock()
 		return len(f.tenantServers)
 	}
-	require.Equal(t, 1, dials())
+	require.Equal(t, 2, dials())
 	for range 5 {
 		after, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
 		require.NoError(t, err)
-		assert.Equal(t, tenantRetry(1), after, "the requeue is the backoff's end")
+		assert.Equal(t, tenantRetry(2), after, "the requeue is the backoff's end")
 		f.refresh()
 		assert.False(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReconciled), "the last failure is still reported")
 		f.c.tenantWG.Wait()
 	}
-	assert.Equal(t, 1, dials(), "the tenant was dialled again within its backoff")
+	assert.Equal(t, 2, dials(), "the tenant was dialled again within its backoff")
 	warnings := 0
 	for _, e := range f.events() {
 		if strings.Contains(e, "TenantBootstrapFailed") {
@@ -202,12 +196,12 @@ func TestTenantBootstrapBacksOff(t *testing.T) {
 	}
 	assert.Equal(t, 1, warnings, "one Warning per failed attempt, not one per sync")
 
-	now := testNow.Add(tenantRetry(1))
+	now = now.Add(tenantRetry(2))
 	f.c.now = func() time.Time { return now }
 	_, _ = f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
 	f.c.tenantWG.Wait()
-	assert.Equal(t, 2, dials(), "no new attempt once the backoff passed")
-	assert.Equal(t, 2*time.Second, tenantRetry(2))
+	assert.Equal(t, 3, dials(), "no new attempt once the backoff passed")
+	assert.Equal(t, 500*time.Millisecond, tenantRetry(2))
 	assert.Equal(t, maxTenantRetry, tenantRetry(100))
 }
 
@@ -246,4 +240,26 @@ func TestTenantBootstrapRedoneAfterEtcdPodReplaced(t *testing.T) {
 	f.syncTenant()
 	assert.Len(t, f.tenantServers, 2, "a replaced etcd pod did not bring the bootstrap back")
 	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady))
+}
+
+// failTenantTwice brings the cluster up against a tenant that refuses (a
+// reactor the test set): the first failure is retried quietly, so it runs
+// a second attempt after the first backoff, and returns the clock then.
+func (f *fixture) failTenantTwice() time.Time {
+	f.t.Helper()
+	f.sync()
+	f.markReady()
+	f.sync()
+	f.c.tenantWG.Wait()
+	after := f.sync()
+	assert.Positive(f.t, after, "no requeue after the first failure")
+	tb := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionTenantBootstrapped)
+	require.NotNil(f.t, tb)
+	assert.Equal(f.t, v1alpha1.ReasonBootstrapPending, tb.Reason, "a single failure is reported")
+	assert.NotContains(f.t, strings.Join(f.events(), "\n"), "TenantBootstrapFailed")
+	now := testNow.Add(tenantRetry(1))
+	f.c.now = func() time.Time { return now }
+	f.sync()
+	f.c.tenantWG.Wait()
+	return now
 }
