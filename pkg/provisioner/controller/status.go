@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
@@ -139,14 +140,20 @@ func deriveStatus(nc *v1alpha1.NestedCluster, o *observation, stepErr error) (*v
 // observeWorkload is one component's state from its live workload (nil: it
 // does not exist yet, so it is not available). Etcd is available with a
 // quorum of ready members, a Deployment with one ready replica; done means
-// rolled out to desired.
+// rolled out to desired, with no pod of an older template left.
 func observeWorkload(live builders.Object, desired int32, quorum bool) observed {
 	var o observed
 	seen := false // the workload controller has acted on the latest spec
+	var terminating int32
 	switch w := live.(type) {
 	case *appsv1.Deployment:
 		o.status = componentStatus(w.Status.Replicas, w.Status.ReadyReplicas, w.Status.UpdatedReplicas, w.Spec.Template)
 		seen = w.Status.ObservedGeneration >= w.Generation
+		// status.replicas leaves out pods that are shutting down, and an
+		// old kube-apiserver drains for seconds after its replacement is
+		// Ready: a step is over when the old pods are gone, or the next
+		// component would start beside an older apiserver.
+		terminating = ptr.Deref(w.Status.TerminatingReplicas, 0)
 	case *appsv1.StatefulSet:
 		o.status = componentStatus(w.Status.Replicas, w.Status.ReadyReplicas, w.Status.UpdatedReplicas, w.Spec.Template)
 		seen = w.Status.ObservedGeneration >= w.Generation
@@ -159,7 +166,7 @@ func observeWorkload(live builders.Object, desired int32, quorum bool) observed 
 	}
 	s := o.status
 	o.available = s.ReadyReplicas >= need
-	o.done = seen && s.Replicas == desired && s.ReadyReplicas >= desired && s.UpdatedReplicas >= desired
+	o.done = seen && s.Replicas == desired && s.ReadyReplicas >= desired && s.UpdatedReplicas >= desired && terminating == 0
 	return o
 }
 

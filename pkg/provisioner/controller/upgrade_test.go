@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"context"
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
@@ -139,4 +143,28 @@ func TestResyncWritesNothingAfterUpgrade(t *testing.T) {
 	if ev := f.events(); len(ev) != 0 {
 		t.Errorf("resync after an upgrade recorded events: %v", ev)
 	}
+}
+
+// TestUpgradeWaitsForOldPodsToGo: an apiserver whose new replicas are all
+// Ready while an old pod still shuts down is not done; the
+// controller-manager moves only once that pod is gone (the Deployment's
+// terminatingReplicas is 0).
+func TestUpgradeWaitsForOldPodsToGo(t *testing.T) {
+	f := newUpgradeFixture(t)
+	f.setVersion(newVersion)
+	f.step()
+	f.rollout(provisioner.APIServerName, true)
+	d := f.deployment(provisioner.APIServerName)
+	d.Status.TerminatingReplicas = ptr.To[int32](1)
+	_, err := f.kube.AppsV1().Deployments(d.Namespace).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	f.step()
+	assert.Equal(t, []string{newVersion, oldVersion, oldVersion}, f.versions(), "an old kube-apiserver pod still terminates")
+	assert.Equal(t, provisioner.APIServerName, f.nc.Status.Upgrade.Component)
+
+	f.rollout(provisioner.APIServerName, true) // the old pod is gone
+	f.step()
+	assert.Equal(t, []string{newVersion, newVersion, oldVersion}, f.versions())
+	assert.Equal(t, provisioner.ControllerManagerName, f.nc.Status.Upgrade.Component)
 }
