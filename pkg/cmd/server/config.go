@@ -107,6 +107,7 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.He
 			RenewalThreshold:     o.CertRenewalThreshold,
 			UpgradeStepTimeout:   o.UpgradeStepTimeout,
 			Workers:              o.Workers,
+			TemplateRevision:     o.TemplateRevision,
 			Health:               health,
 		}
 		if o.OrphanSweep {

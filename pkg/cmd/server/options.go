@@ -17,6 +17,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 	"capn.dev/capn/pkg/apiserver"
+	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/controller"
 	"capn.dev/capn/pkg/provisioner/pki"
 	"capn.dev/capn/pkg/registry/nestedcluster"
@@ -65,6 +66,9 @@ type Options struct {
 	FinalizerAdminGroups []string
 	// Placement schedules every control-plane pod.
 	Placement PlacementOptions
+	// TemplateRevision is the pod-template revision new control-plane
+	// workloads get (builders/revision.go).
+	TemplateRevision int
 	// ManagementQPS and ManagementBurst bound capn's client of the
 	// management cluster; Workers is the provisioner's sync concurrency.
 	ManagementQPS   float32
@@ -105,6 +109,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		ManagementQPS:           DefaultManagementQPS,
 		ManagementBurst:         DefaultManagementBurst,
 		Workers:                 DefaultProvisionerWorkers,
+		TemplateRevision:        builders.LatestTemplateRevision,
 		Sweep: controller.SweepConfig{GracePeriod: controller.DefaultOrphanGracePeriod,
 			Period: controller.DefaultOrphanSweepPeriod, MaxDeletions: controller.DefaultOrphanMaxDeletions},
 		Out:    out,
@@ -152,6 +157,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --provisioner=pods, tolerations of every control-plane pod, each key[=value][:NoSchedule|PreferNoSchedule|NoExecute] (no value: Exists; no effect: all effects).")
 	fs.StringVar(&o.Placement.PriorityClassName, "control-plane-priority-class", o.Placement.PriorityClassName,
 		"With --provisioner=pods, the PriorityClass of every control-plane pod.")
+	fs.IntVar(&o.TemplateRevision, "template-revision", o.TemplateRevision,
+		fmt.Sprintf("With --provisioner=pods, the revision of capn's own pod-template defaults (probe timing) that new control-plane workloads get, 1 to %d; an existing workload moves to it only when its pods roll for another reason. Pin an older revision to hold a capn release's new defaults back.", builders.LatestTemplateRevision))
 	fs.Float32Var(&o.ManagementQPS, "management-qps", o.ManagementQPS,
 		"With --provisioner=pods, queries per second capn's client may send the management cluster (client-go's own default, 5, is too few for a resync of many tenants).")
 	fs.IntVar(&o.ManagementBurst, "management-burst", o.ManagementBurst,
@@ -234,6 +241,9 @@ func (o *Options) Validate() error {
 		}
 		if o.ManagementQPS <= 0 || o.ManagementBurst <= 0 || o.Workers <= 0 {
 			errs = append(errs, fmt.Errorf("--management-qps, --management-burst and --provisioner-workers must be positive"))
+		}
+		if o.TemplateRevision < 1 || o.TemplateRevision > builders.LatestTemplateRevision {
+			errs = append(errs, fmt.Errorf("--template-revision must be from 1 to %d, not %d", builders.LatestTemplateRevision, o.TemplateRevision))
 		}
 		if _, err := o.Placement.Placement(); err != nil {
 			errs = append(errs, err)

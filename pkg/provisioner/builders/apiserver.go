@@ -68,7 +68,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		Ports:   []corev1.ContainerPort{tcpPort("https", profiles.APIServerPort)},
 		// Anonymous access to these paths is what authentication-config
 		// allows; startup covers a cold etcd and the post-start hooks.
-		StartupProbe:   startupProbe(httpsProbe("/livez", profiles.APIServerPort, 10, 24), p.Revisions.For(component), 240),
+		StartupProbe:   startupProbe(httpsProbe("/livez", profiles.APIServerPort, 10, 24), p.revision(component), 240),
 		LivenessProbe:  httpsProbe("/livez", profiles.APIServerPort, 10, 8),
 		ReadinessProbe: httpsProbe("/readyz", profiles.APIServerPort, 5, 3),
 		VolumeMounts: []corev1.VolumeMount{

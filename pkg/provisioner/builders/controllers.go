@@ -88,7 +88,7 @@ func controller(nc *v1alpha1.NestedCluster, p Params, s controllerSpec) ([]Objec
 		Args:    flags,
 		Ports:   []corev1.ContainerPort{tcpPort("https", s.port)},
 		// /healthz is in the components' default always-allowed paths.
-		StartupProbe:  startupProbe(httpsProbe("/healthz", s.port, 10, 24), p.Revisions.For(s.component), 240),
+		StartupProbe:  startupProbe(httpsProbe("/healthz", s.port, 10, 24), p.revision(s.component), 240),
 		LivenessProbe: httpsProbe("/healthz", s.port, 10, 8),
 		VolumeMounts:  []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
 	}

@@ -105,7 +105,7 @@ func Etcd(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		},
 		// /readyz needs quorum, so three members must all be started
 		// before any is ready: the startup probe allows for that.
-		StartupProbe:   startupProbe(httpProbe("/readyz", profiles.EtcdMetricsPort, 10, 30), p.Revisions.For(v1alpha1.ComponentEtcd), 300),
+		StartupProbe:   startupProbe(httpProbe("/readyz", profiles.EtcdMetricsPort, 10, 30), p.revision(v1alpha1.ComponentEtcd), 300),
 		LivenessProbe:  httpProbe("/livez", profiles.EtcdMetricsPort, 10, 8),
 		ReadinessProbe: httpProbe("/readyz", profiles.EtcdMetricsPort, 5, 3),
 		VolumeMounts: []corev1.VolumeMount{
@@ -135,7 +135,7 @@ func Etcd(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 
 	selector := provisioner.SelectorLabels(nc, v1alpha1.ComponentEtcd)
 	stsMeta := objectMeta(nc, p, provisioner.EtcdName, v1alpha1.ComponentEtcd)
-	stampRevision(&stsMeta, p.Revisions.For(v1alpha1.ComponentEtcd))
+	stampRevision(&stsMeta, p.revision(v1alpha1.ComponentEtcd))
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: stsMeta,

@@ -70,8 +70,13 @@ type Params struct {
 	// cannot set any of it (podTemplate validation refuses placement).
 	Placement Placement
 	// Revisions is the template revision each workload is rendered at
-	// (revision.go); nil renders everything at LatestTemplateRevision.
+	// (revision.go); nil renders everything at the target revision.
 	Revisions TemplateRevisions
+	// TemplateRevision is the target revision: what new workloads, and
+	// workloads whose pods roll anyway, are rendered at. 0 means
+	// LatestTemplateRevision; a provider pins an older one to hold back a
+	// capn release's new defaults (capn-apiserver --template-revision).
+	TemplateRevision int
 }
 
 // Addresses are the facts of p that names, addresses and SANs depend on

@@ -19,7 +19,8 @@ import (
 // workload at that revision until its pod template changes for another
 // reason (a spec edit, an upgrade, a renewed certificate): the new
 // defaults then ride along with a roll that happens anyway. New workloads
-// start at LatestTemplateRevision.
+// start at the target revision: LatestTemplateRevision, unless the
+// provider pins an older one (Params.TemplateRevision).
 // TemplateRevisionAnnotation holds the revision; absent means 1, the
 // revision of every workload rendered before revisions existed.
 const TemplateRevisionAnnotation = "capn.dev/template-revision"
@@ -29,21 +30,26 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	1: startup probes every 10 s.
 //	2: startup probes every 1 s with the same total budget, so a component
 //	   is seen started within a second of starting, not up to ten later.
-//
-// A variable only so that tests can play an older capn; nothing else sets
-// it.
-var LatestTemplateRevision = 2
+const LatestTemplateRevision = 2
 
 // TemplateRevisions maps a component to the revision to render it at;
-// a component that is absent (or 0) gets LatestTemplateRevision.
+// a component that is absent (or 0) gets the target revision.
 type TemplateRevisions map[string]int
 
-// For is component's revision.
-func (r TemplateRevisions) For(component string) int {
-	if v := r[component]; v > 0 {
-		return v
+// TargetRevision is the revision new workloads are rendered at.
+func (p Params) TargetRevision() int {
+	if p.TemplateRevision >= 1 && p.TemplateRevision <= LatestTemplateRevision {
+		return p.TemplateRevision
 	}
 	return LatestTemplateRevision
+}
+
+// revision is component's revision.
+func (p Params) revision(component string) int {
+	if v := p.Revisions[component]; v > 0 {
+		return v
+	}
+	return p.TargetRevision()
 }
 
 // RevisionOf reads a live workload's revision.

@@ -50,3 +50,22 @@ func TestRevisionsPerComponent(t *testing.T) {
 	}
 	assert.Equal(t, 4, seen)
 }
+
+// A provider that pins an older target (--template-revision) gets it for
+// every new workload; out of range means the latest.
+func TestTargetRevision(t *testing.T) {
+	nc := decodeNestedCluster(t, "testdata/minimal/input.yaml")
+	for target, want := range map[int]int{0: LatestTemplateRevision, 1: 1, LatestTemplateRevision: LatestTemplateRevision, LatestTemplateRevision + 1: LatestTemplateRevision, -1: LatestTemplateRevision} {
+		p := defaultParams
+		p.TemplateRevision = target
+		assert.Equal(t, want, p.TargetRevision(), "target %d", target)
+		objs, err := All(nc, p)
+		assert.NoError(t, err)
+		for _, o := range objs {
+			switch o.(type) {
+			case *appsv1.StatefulSet, *appsv1.Deployment:
+				assert.Equal(t, want, RevisionOf(o), "target %d: %s", target, o.GetName())
+			}
+		}
+	}
+}

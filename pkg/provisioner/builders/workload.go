@@ -30,7 +30,7 @@ func deployment(nc *v1alpha1.NestedCluster, p Params, name, component string, re
 	}
 	place(&tpl.Spec, p.Placement)
 	meta := objectMeta(nc, p, name, component)
-	stampRevision(&meta, p.Revisions.For(component))
+	stampRevision(&meta, p.revision(component))
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: meta,

@@ -53,6 +53,9 @@ type Options struct {
 	UpgradeStepTimeout time.Duration
 	// Placement schedules every control-plane pod (provider-owned).
 	Placement builders.Placement
+	// TemplateRevision is the template revision new workloads get
+	// (builders.Params.TemplateRevision); 0 means the latest.
+	TemplateRevision int
 	// Health, if set, is told of cache sync and of every finished sync.
 	Health *Health
 }
@@ -83,7 +86,9 @@ type Controller struct {
 	// namespaces indexes capn's management namespaces (WatchManagement).
 	namespaces cache.Indexer
 	placement  builders.Placement
-	health     *Health
+	// templateRevision: see Options.TemplateRevision.
+	templateRevision int
+	health           *Health
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -114,6 +119,7 @@ func New(o Options) (*Controller, error) {
 	}
 	c.stepTimeout = o.UpgradeStepTimeout
 	c.placement = o.Placement
+	c.templateRevision = o.TemplateRevision
 	c.health = o.Health
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)

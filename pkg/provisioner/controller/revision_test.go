@@ -17,17 +17,16 @@ import (
 // revision) must not roll the tenants that exist: their workloads keep the
 // revision they run until their pods roll for another reason, and then
 // move to the new one in that same roll. Here the older capn is played by
-// LatestTemplateRevision = 1.
+// a target revision of 1 (--template-revision=1).
 func TestNewTemplateRevisionRollsNoTenant(t *testing.T) {
 	latest := builders.LatestTemplateRevision
-	t.Cleanup(func() { builders.LatestTemplateRevision = latest })
-	builders.LatestTemplateRevision = 1
 	f := newFixture(t, testCluster())
+	f.c.templateRevision = 1
 	f.sync()
 	f.markReady()
 	f.syncTenant()
 
-	builders.LatestTemplateRevision = latest // capn upgraded
+	f.c.templateRevision = 0 // capn upgraded: the latest
 	f.mgmt.reset()
 	f.sync()
 	assert.Empty(t, f.mgmt.writes, "the new revision alone rolled a tenant")
@@ -51,4 +50,25 @@ func TestNewTemplateRevisionRollsNoTenant(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, builders.RevisionOf(etcd), "etcd moved: an EmptyDir etcd would have lost its data")
 	assert.Equal(t, int32(10), etcd.Spec.Template.Spec.Containers[0].StartupProbe.PeriodSeconds)
+}
+
+// Pinning an older target after the fact rolls nothing back: a workload at
+// a newer revision keeps it, even when its pods roll for a spec change.
+func TestOlderTargetRevisionRollsNothingBack(t *testing.T) {
+	f := newFixture(t, testCluster())
+	f.sync()
+	f.markReady()
+	f.syncTenant()
+	f.c.templateRevision = 1
+	f.mgmt.reset()
+	f.sync()
+	assert.Empty(t, f.mgmt.writes, "pinning an older revision rolled a tenant")
+	f.setCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.ControllerManager.ExtraArgs = map[string]string{"v": "4"}
+		nc.Generation++
+	})
+	f.sync()
+	kcm, err := f.kube.AppsV1().Deployments(managementNamespace(f.nc)).Get(context.Background(), v1alpha1.ComponentControllerManager, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, builders.LatestTemplateRevision, builders.RevisionOf(kcm))
 }

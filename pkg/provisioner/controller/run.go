@@ -60,6 +60,8 @@ type RunConfig struct {
 	Sweep *SweepConfig
 	// Placement schedules every control-plane pod.
 	Placement builders.Placement
+	// TemplateRevision: see Options.TemplateRevision.
+	TemplateRevision int
 	// Health is served as /livez/capn-provisioner; nil means none.
 	Health *Health
 }
@@ -120,6 +122,7 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			// Options.UpgradeStepTimeout: 0 means the default.
 			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
 			Placement:          cfg.Placement,
+			TemplateRevision:   cfg.TemplateRevision,
 			Health:             cfg.Health,
 		})
 		if err == nil {

@@ -32,7 +32,7 @@ const SpecHashAnnotation = "capn.dev/spec-hash"
 // depend on the rest of Params, so rendering with only the namespace is
 // exact.
 func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (builders.Params, error) {
-	p := builders.Params{Namespace: ns, Placement: c.placement}
+	p := builders.Params{Namespace: ns, Placement: c.placement, TemplateRevision: c.templateRevision}
 	objs, err := builders.All(in, p)
 	if err != nil {
 		return p, fmt.Errorf("rendering: %w", err)
@@ -98,7 +98,7 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 // release that changes a pod-template default rolls no tenant by itself.
 // A workload whose pod template changes anyway (a spec edit, an upgrade
 // step, a renewed certificate, a hand edit being repaired) moves to the
-// latest revision in the same roll.
+// target revision in the same roll; none moves back to an older one.
 func renderAtRevisions(in *v1alpha1.NestedCluster, p builders.Params, o *observation) ([]builders.Object, error) {
 	p.Revisions = builders.TemplateRevisions{}
 	for component, live := range o.workloads {
@@ -108,6 +108,7 @@ func renderAtRevisions(in *v1alpha1.NestedCluster, p builders.Params, o *observa
 	if err != nil {
 		return nil, err
 	}
+	target := p.TargetRevision()
 	moved := false
 	for _, obj := range objs {
 		switch obj.(type) {
@@ -116,7 +117,7 @@ func renderAtRevisions(in *v1alpha1.NestedCluster, p builders.Params, o *observa
 			continue
 		}
 		live, ok := o.workloads[obj.GetName()] // workloads are named after their components
-		if !ok || kindOf(live) != kindOf(obj) || p.Revisions.For(obj.GetName()) >= builders.LatestTemplateRevision {
+		if !ok || kindOf(live) != kindOf(obj) || p.Revisions[obj.GetName()] >= target {
 			continue
 		}
 		same, err := ownsDesiredTemplate(live, obj)
@@ -124,7 +125,7 @@ func renderAtRevisions(in *v1alpha1.NestedCluster, p builders.Params, o *observa
 			return nil, err
 		}
 		if !same {
-			p.Revisions[obj.GetName()] = builders.LatestTemplateRevision
+			p.Revisions[obj.GetName()] = target
 			moved = true
 		}
 	}
