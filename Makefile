@@ -107,6 +107,8 @@ SCALE_STEADY ?= 10m
 SCALE_OUT ?= $(CURDIR)/docs/benchmarks
 READY_RUNS ?= 5
 READY_OUT ?= $(OUT)/bench-ready
+# The template revision bench-ready measures first, as its baseline (0: none).
+READY_BASELINE_REVISION ?= 1
 # Also run each N with this --management-qps, as a baseline (empty: none).
 SCALE_BASELINE_QPS ?=
 
@@ -120,8 +122,9 @@ bench-scale: build tools ## Provisioner at scale: SCALE_N NestedClusters on a kw
 	cd hack/tools/benchplot && GOWORK=off go run . -in $(SCALE_OUT) -out $(SCALE_OUT)
 
 .PHONY: bench-ready
-bench-ready: build tools images ## Create→Ready of one NestedCluster at a time on an idle real node, by phase (READY_RUNS runs); CSV into READY_OUT.
+bench-ready: build tools images ## Create→Ready of one NestedCluster at a time on an idle real node, by phase: READY_RUNS runs at READY_BASELINE_REVISION, then as many at the latest template revision; CSV into READY_OUT.
 	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_READY_RUNS=$(READY_RUNS) CAPN_BENCH_OUT=$(READY_OUT) \
+		CAPN_BENCH_READY_BASELINE_REVISION=$(READY_BASELINE_REVISION) \
 		go test -tags e2e -run '^$$' -bench '^BenchmarkReady$$' -benchtime 1x -timeout 1h -v ./test/e2e/
 
 .PHONY: bench-scale-smoke

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
+	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/test/framework"
 )
 
@@ -30,9 +32,14 @@ import (
 // broken down by phase: when each component's pod was created, its
 // container started and the pod became Ready, and when each condition
 // turned True, as first seen by a poll every 200 ms (framework.Eventually),
-// which is the resolution of every number. Each run's cluster is deleted, and its namespace gone,
-// before the next is created. CAPN_BENCH_READY_RUNS runs (default 5);
-// per-phase medians are printed and written, with every run, to
+// which is the resolution of every number. Each run's cluster is deleted,
+// and its namespace gone, before the next is created.
+//
+// The baseline is measured in the same run: capn first runs with
+// --template-revision=CAPN_BENCH_READY_BASELINE_REVISION (default 1, the
+// pod templates before revisions; "0" skips it) for CAPN_BENCH_READY_RUNS
+// runs (default 5), then at the latest revision for as many. Per-phase
+// medians and their ratio are printed and written, with every run, to
 // CAPN_BENCH_OUT/ready.csv.
 func BenchmarkReady(b *testing.B) {
 	runs := 5
@@ -43,6 +50,18 @@ func BenchmarkReady(b *testing.B) {
 		}
 		runs = n
 	}
+	baseline := 1
+	if v := os.Getenv("CAPN_BENCH_READY_BASELINE_REVISION"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n >= builders.LatestTemplateRevision {
+			b.Fatalf("CAPN_BENCH_READY_BASELINE_REVISION=%q: want 0 (none) to %d", v, builders.LatestTemplateRevision-1)
+		}
+		baseline = n
+	}
+	revisions := []int{builders.LatestTemplateRevision}
+	if baseline > 0 {
+		revisions = []int{baseline, builders.LatestTemplateRevision}
+	}
 	out := os.Getenv("CAPN_BENCH_OUT")
 	if out == "" {
 		out = b.TempDir()
@@ -51,7 +70,8 @@ func BenchmarkReady(b *testing.B) {
 	c := framework.StartCluster(b, clusterOptions(b))
 	node := c.StartNode(b, framework.NodeOptions{Kubelet: env(b, "KUBELET"), KubeProxy: env(b, "KUBE_PROXY"), Images: []string{images}})
 	admin := framework.Kubectl{Bin: env(b, "KUBECTL"), Kubeconfig: c.AdminKubeconfig}
-	framework.DeployCapn(b, c, node, admin, repoFile(b, ""))
+	deployed := framework.DeployCapnWith(b, c, node, admin, repoFile(b, ""),
+		framework.CapnDeployOptions{ExtraArgs: []string{revisionFlag(revisions[0])}})
 	admin.Namespace = "default"
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.AdminKubeconfig)
 	if err != nil {
@@ -67,43 +87,80 @@ func BenchmarkReady(b *testing.B) {
 	}
 
 	b.ResetTimer()
-	var all []map[string]time.Duration
-	for i := range runs {
-		name := fmt.Sprintf("ready-%d", i)
-		manifest := strings.Replace(string(example), "name: demo", "name: "+name, 1)
-		phases := measureReady(b, c, capn, admin, name, manifest)
-		all = append(all, phases)
-		b.Logf("run %d: Ready after %s", i, phases["Ready"].Round(time.Millisecond))
+	type result struct {
+		revision int
+		phases   map[string]time.Duration
+	}
+	var all []result
+	pod := deployed.Pod.Name
+	for _, rev := range revisions {
+		if rev != revisions[0] {
+			pod = setTemplateRevision(b, c, admin, pod, revisions[0], rev)
+		}
+		for i := range runs {
+			name := fmt.Sprintf("ready-r%d-%d", rev, i)
+			manifest := strings.Replace(string(example), "name: demo", "name: "+name, 1)
+			phases := measureReady(b, c, capn, admin, name, manifest)
+			all = append(all, result{rev, phases})
+			b.Logf("revision %d, run %d: Ready after %s", rev, i, phases["Ready"].Round(time.Millisecond))
+		}
 	}
 	b.StopTimer()
 
-	names := phaseOrder(all)
-	rows := [][]string{append([]string{"run"}, names...)}
-	for i, ph := range all {
-		row := []string{strconv.Itoa(i)}
+	var phases []map[string]time.Duration
+	for _, r := range all {
+		phases = append(phases, r.phases)
+	}
+	names := phaseOrder(phases)
+	rows := [][]string{append([]string{"revision", "run"}, names...)}
+	for i, r := range all {
+		row := []string{strconv.Itoa(r.revision), strconv.Itoa(i % runs)}
 		for _, n := range names {
-			row = append(row, msOrEmpty(ph, n))
+			row = append(row, msOrEmpty(r.phases, n))
 		}
 		rows = append(rows, row)
 	}
-	med := map[string]time.Duration{}
-	fmt.Printf("\ncreate→phase, median of %d runs (max), idle node, EmptyDir etcd:\n", runs)
-	for _, n := range names {
-		var ds []time.Duration
-		for _, ph := range all {
-			if d, ok := ph[n]; ok {
-				ds = append(ds, d)
+	med := map[int]map[string]time.Duration{}
+	for _, rev := range revisions {
+		med[rev] = map[string]time.Duration{}
+		row := []string{strconv.Itoa(rev), "median"}
+		for _, n := range names {
+			var ds []time.Duration
+			for _, r := range all {
+				if d, ok := r.phases[n]; ok && r.revision == rev {
+					ds = append(ds, d)
+				}
 			}
+			if len(ds) == 0 {
+				row = append(row, "")
+				continue
+			}
+			slices.Sort(ds)
+			med[rev][n] = ds[len(ds)/2]
+			row = append(row, strconv.FormatInt(med[rev][n].Milliseconds(), 10))
 		}
-		slices.Sort(ds)
-		med[n] = ds[len(ds)/2]
-		fmt.Printf("  %-44s %8.1f s  (%.1f)\n", n, med[n].Seconds(), ds[len(ds)-1].Seconds())
+		rows = append(rows, row)
 	}
-	medRow := []string{"median"}
+	latest := builders.LatestTemplateRevision
+	fmt.Printf("\ncreate→phase, median of %d runs per template revision, idle node, EmptyDir etcd:\n", runs)
+	fmt.Printf("  %-44s", "phase")
+	for _, rev := range revisions {
+		fmt.Printf(" %10s", fmt.Sprintf("rev %d", rev))
+	}
+	if baseline > 0 {
+		fmt.Printf(" %8s", "ratio")
+	}
+	fmt.Println()
 	for _, n := range names {
-		medRow = append(medRow, strconv.FormatInt(med[n].Milliseconds(), 10))
+		fmt.Printf("  %-44s", n)
+		for _, rev := range revisions {
+			fmt.Printf(" %8.1f s", med[rev][n].Seconds())
+		}
+		if base := med[baseline][n]; baseline > 0 && base > 0 {
+			fmt.Printf(" %7.2f×", float64(med[latest][n])/float64(base))
+		}
+		fmt.Println()
 	}
-	rows = append(rows, medRow)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +172,36 @@ func BenchmarkReady(b *testing.B) {
 	if err := csv.NewWriter(f).WriteAll(rows); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(med["Ready"].Milliseconds()), "ms-create-to-ready")
+	b.ReportMetric(float64(med[latest]["Ready"].Milliseconds()), "ms-create-to-ready")
+	if baseline > 0 {
+		b.ReportMetric(float64(med[baseline]["Ready"].Milliseconds()), "ms-create-to-ready-baseline")
+	}
+}
+
+func revisionFlag(rev int) string { return "--template-revision=" + strconv.Itoa(rev) }
+
+// setTemplateRevision swaps capn's --template-revision from one revision to
+// another and waits for the new capn pod (Recreate: the old one is gone
+// first) and the APIService; it returns the new pod's name.
+func setTemplateRevision(b *testing.B, c *framework.Cluster, admin framework.Kubectl, oldPod string, from, to int) string {
+	b.Helper()
+	k := admin
+	k.Namespace = framework.CapnNamespace
+	var args []string
+	if err := json.Unmarshal([]byte(k.MustRun(b, "", "get", "deployment/capn-apiserver", "-o", "jsonpath={.spec.template.spec.containers[0].args}")), &args); err != nil {
+		b.Fatalf("capn-apiserver args: %v", err)
+	}
+	i := slices.Index(args, revisionFlag(from))
+	if i < 0 {
+		b.Fatalf("capn-apiserver args %v have no %s", args, revisionFlag(from))
+	}
+	patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/template/spec/containers/0/args/%d","value":%q}]`, i, revisionFlag(to))
+	k.MustRun(b, "", "patch", "deployment/capn-apiserver", "--type=json", "-p", patch)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p := framework.WaitCapnPod(ctx, b, c, oldPod)
+	framework.WaitCapnAPIServiceAvailable(ctx, b, c)
+	return p.Name
 }
 
 // measureReady creates one NestedCluster, polls it and its pods until
