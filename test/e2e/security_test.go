@@ -67,6 +67,22 @@ func checkTenantBoundary(t *testing.T, admin, victim framework.Kubectl) {
 		k.MustRun(t, m, "create", "-f", "-", "--dry-run=server", "--as="+mallory)
 	})
 
+	// capn's informers select on its managed-by label cluster-wide; the
+	// policies in artifacts/deploy/rbac/reserved-labels.yaml keep the label
+	// capn's, so a tenant cannot have capn cache what it makes.
+	t.Run("reserved label", func(t *testing.T) {
+		cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: spoof, labels: {" + provisioner.ManagedByLabel + ": " + provisioner.ManagedByValue + "}}\n"
+		out := expectRefused(t, k, cm, 422, "metadata.labels["+provisioner.ManagedByLabel+"]", "create", "-f", "-", "--as="+mallory)
+		assert.Contains(t, out, "capn-reserved-label")
+		k.MustRun(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\n", "create", "-f", "-", "--as="+mallory)
+		expectRefused(t, k, "", 422, "metadata.labels["+provisioner.ManagedByLabel+"]", "label", "configmap", "plain",
+			provisioner.ManagedByLabel+"="+provisioner.ManagedByValue, "--as="+mallory)
+		// Not even the provider's admin labels a namespace as capn's.
+		ns := "apiVersion: v1\nkind: Namespace\nmetadata: {name: capn-fake, labels: {" + provisioner.ManagedByLabel + ": " + provisioner.ManagedByValue + "}}\n"
+		out = expectRefused(t, admin, ns, 422, "", "create", "-f", "-")
+		assert.Contains(t, out, "capn-reserved-namespace-label")
+	})
+
 	// The quota: the management cluster's kube-controller-manager counts
 	// NestedClusters (discovered through the aggregator) and capn's own
 	// admission chain charges each create.
