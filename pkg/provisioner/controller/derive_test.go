@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -108,4 +109,17 @@ func TestDeriveStatusTenantBootstrapFailure(t *testing.T) {
 	tb := condition(t, st, v1alpha1.ConditionTenantBootstrapped)
 	assert.Equal(t, v1alpha1.ReasonTenantBootstrapFailed, tb.Reason)
 	assert.Equal(t, o.tenant.failure, tb.Message)
+}
+
+// A podTemplate may list a sidecar before the component's container:
+// status reports the component's image, found by name, not position.
+func TestComponentStatusFindsTheContainerByName(t *testing.T) {
+	tpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.ComponentLabel: v1alpha1.ComponentAPIServer}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "log-shipper", Image: "example.com/shipper:1"},
+			{Name: v1alpha1.ComponentAPIServer, Image: "registry.k8s.io/kube-apiserver:v1.37.2"},
+		}},
+	}
+	assert.Equal(t, "registry.k8s.io/kube-apiserver:v1.37.2", componentStatus(1, 1, 1, tpl).Image)
 }
