@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -79,16 +80,6 @@ func NewCachedManagement(c kubernetes.Interface, f kubeinformers.SharedInformerF
 	m := &cachedManagement{live: kubeManagement{c}, indexers: map[reflect.Type]typedCache{}, written: map[string]map[cacheKey]builders.Object{}}
 	core, apps := f.Core().V1(), f.Apps().V1()
 	pods := core.Pods().Informer()
-	// Pods are read for their status and labels only; their managed fields
-	// are most of their size and capn never applies a Pod.
-	if err := pods.SetTransform(func(obj any) (any, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			p.ManagedFields = nil
-		}
-		return obj, nil
-	}); err != nil {
-		return nil, ManagementCaches{}, fmt.Errorf("caching pods: %w", err)
-	}
 	caches := ManagementCaches{Namespaces: core.Namespaces().Informer()}
 	for _, e := range []struct {
 		proto    builders.Object
@@ -107,6 +98,13 @@ func NewCachedManagement(c kubernetes.Interface, f kubeinformers.SharedInformerF
 		{&policyv1.PodDisruptionBudget{}, f.Policy().V1().PodDisruptionBudgets().Informer(), policyv1.Resource("poddisruptionbudgets")},
 		{&networkingv1.NetworkPolicy{}, f.Networking().V1().NetworkPolicies().Informer(), networkingv1.Resource("networkpolicies")},
 	} {
+		transform := slimOwned
+		if e.informer == pods {
+			transform = slimPod
+		}
+		if err := e.informer.SetTransform(transform); err != nil {
+			return nil, ManagementCaches{}, fmt.Errorf("caching %s: %w", e.resource, err)
+		}
 		caches.All = append(caches.All, e.informer)
 		if e.informer != pods && e.informer != caches.Namespaces {
 			caches.Watched = append(caches.Watched, e.informer)
@@ -126,6 +124,39 @@ func NewCachedManagement(c kubernetes.Interface, f kubeinformers.SharedInformerF
 		}
 	}
 	return m, caches, nil
+}
+
+// slimOwned keeps, of an object's managed fields, only FieldManager's: the
+// one entry drift detection reads (ownedFields). The others (the workload
+// controllers' status, kubectl's edits) are a large part of a cached
+// Deployment and nothing capn decides on.
+func slimOwned(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		mf := o.GetManagedFields()
+		kept := mf[:0]
+		for _, e := range mf {
+			if e.Manager == FieldManager {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) == 0 {
+			kept = nil
+		}
+		o.SetManagedFields(kept)
+	}
+	return obj, nil
+}
+
+// slimPod keeps what capn reads of a pod: its metadata (labels, the
+// version annotation, UID, deletion) and its status. capn never applies a
+// Pod, so it needs none of its managed fields, and its spec is the
+// workload's template, which capn has already.
+func slimPod(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.ManagedFields = nil
+		p.Spec = corev1.PodSpec{}
+	}
+	return obj, nil
 }
 
 func keyOf(o builders.Object) cacheKey {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 )
@@ -151,4 +153,56 @@ func TestUnlabelledNamespaceIsSeen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, pods)
 	assert.Empty(t, kube.Actions())
+}
+
+// The caches keep only capn's own managed-fields entry, and what capn
+// owns (drift detection's input) is the same with or without the others.
+func TestSlimOwnedKeepsWhatDriftReads(t *testing.T) {
+	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	}
+	d := &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: v1alpha1.ComponentControllerManager, ManagedFields: []metav1.ManagedFieldsEntry{
+			entry("kube-controller-manager", `{"f:status":{"f:replicas":{}}}`),
+			entry(FieldManager, `{"f:spec":{"f:replicas":{}}}`),
+			entry("kubectl-edit", `{"f:metadata":{"f:labels":{"f:x":{}}}}`),
+		}, Labels: map[string]string{"x": "y"}},
+		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+		Status: appsv1.DeploymentStatus{Replicas: 2},
+	}
+	before, err := ownedFields(d)
+	require.NoError(t, err)
+	out, err := slimOwned(d.DeepCopy())
+	require.NoError(t, err)
+	slim := out.(*appsv1.Deployment)
+	require.Len(t, slim.ManagedFields, 1)
+	assert.Equal(t, FieldManager, slim.ManagedFields[0].Manager)
+	after, err := ownedFields(slim)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	assert.Equal(t, d.Status, slim.Status, "status is read, not dropped")
+}
+
+// A cached pod keeps what capn reads (labels, annotations, UID, deletion,
+// status) and drops its spec and managed fields.
+func TestSlimPodKeepsWhatCapnReads(t *testing.T) {
+	now := metav1.Now()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-0", UID: "u", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+			DeletionTimestamp: &now, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Args: []string{"--name=etcd-0"}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "etcd", Ready: true}}},
+	}
+	out, err := slimPod(p.DeepCopy())
+	require.NoError(t, err)
+	slim := out.(*corev1.Pod)
+	assert.Equal(t, p.Status, slim.Status)
+	assert.Equal(t, p.Labels, slim.Labels)
+	assert.Equal(t, p.Annotations, slim.Annotations)
+	assert.Equal(t, p.UID, slim.UID)
+	assert.NotNil(t, slim.DeletionTimestamp)
+	assert.Empty(t, slim.Spec.Containers)
+	assert.Nil(t, slim.ManagedFields)
 }
