@@ -49,9 +49,10 @@ func TestProvisionerOnNode(t *testing.T) {
 	admin := framework.Kubectl{Bin: kubectl, Kubeconfig: c.AdminKubeconfig}
 	// The default args: the provisioner is on unless --provisioner=none.
 	// A short orphan grace period, so the tenant-boundary check sees the
-	// sweep delete what a break-glass finalizer removal left behind.
+	// sweep delete what a break-glass finalizer removal left behind, and a
+	// short upgrade step timeout for the halted upgrade (testUpgradeOnNode).
 	capnDep := framework.DeployCapnWith(t, c, node, admin, repoFile(t, ""), framework.CapnDeployOptions{
-		ExtraArgs: []string{"--orphan-grace-period=20s", "--orphan-sweep-period=5s"}})
+		ExtraArgs: []string{"--orphan-grace-period=20s", "--orphan-sweep-period=5s", "--upgrade-step-timeout=60s"}})
 	k := admin
 	k.Namespace = "default"
 
@@ -183,6 +184,12 @@ func TestProvisionerOnNode(t *testing.T) {
 	t.Logf("numbers: resync of Ready demo: %s", resync)
 	t.Logf("numbers: a hand edit of kcm's args reverted %s after the patch", drift.Round(time.Millisecond))
 	t.Logf("numbers: delete of 3 tenants -> all namespaces gone %s", gone.Round(time.Millisecond))
+
+	// The same management cluster, node and capn, now without tenants: one
+	// node's start, image import and capn deployment fewer in the suite.
+	t.Run("upgrade", func(t *testing.T) {
+		testUpgradeOnNode(t, &upgradeEnv{c: c, node: node, admin: admin, k: k, kubectl: kubectl, plugin: plugin, capn: capnDep})
+	})
 }
 
 // mgmtNamespace is the management namespace of NestedCluster default/name,

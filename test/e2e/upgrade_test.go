@@ -5,7 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,26 +24,6 @@ type upgradeEnv struct {
 	kubectl string
 	plugin  string
 	capn    *framework.CapnDeployment
-}
-
-func startUpgradeEnv(t *testing.T) *upgradeEnv {
-	t.Helper()
-	e := &upgradeEnv{kubectl: env(t, "KUBECTL"), plugin: env(t, "KUBECTL_NESTED")}
-	// images.tar carries every supported release (hack/build-images.sh).
-	images := []string{env(t, "CAPN_IMAGES")}
-	if _, err := os.Stat(images[0]); err != nil {
-		t.Fatalf("%v (build it with `make images`)", err)
-	}
-	t.Setenv("KUBECACHEDIR", t.TempDir())
-	e.c = framework.StartCluster(t, clusterOptions(t))
-	e.node = e.c.StartNode(t, framework.NodeOptions{Kubelet: env(t, "KUBELET"), KubeProxy: env(t, "KUBE_PROXY"), Images: images})
-	e.admin = framework.Kubectl{Bin: e.kubectl, Kubeconfig: e.c.AdminKubeconfig}
-	e.capn = framework.DeployCapnWith(t, e.c, e.node, e.admin, repoFile(t, ""), framework.CapnDeployOptions{
-		ExtraArgs: []string{"--upgrade-step-timeout=60s"},
-	})
-	e.k = e.admin
-	e.k.Namespace = "default"
-	return e
 }
 
 // nested runs `kubectl nested ARGS` as a user would: kubectl finds the
@@ -94,14 +73,13 @@ func upgradeManifest(name, version string, apiservers int) string {
 		"\nspec:\n  version: " + version + "\n  apiServer:\n    replicas: " + strconv.Itoa(apiservers) + "\n"
 }
 
-// TestUpgradeOnNode drives issue 5 end to end on the real node: an ordered
-// upgrade v1.36.3 → v1.37.2 with `kubectl nested upgrade --wait` under
-// continuous tenant traffic, the refused changes, per-component scaling,
-// an HPA on nestedclusters, and an upgrade that halts Degraded and is
-// rolled back.
-func TestUpgradeOnNode(t *testing.T) {
-	e := startUpgradeEnv(t)
-	e.admin.MustRun(t, "", "create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", "default")
+// testUpgradeOnNode drives issue 5 end to end on the real node of
+// TestProvisionerOnNode, once its tenants are gone: an ordered upgrade
+// v1.36.3 → v1.37.2 with `kubectl nested upgrade --wait` under continuous
+// tenant traffic, the refused changes, per-component scaling, an HPA on
+// nestedclusters, and an upgrade that halts Degraded and is rolled back.
+// capn runs with --upgrade-step-timeout=60s; alice may edit in default.
+func testUpgradeOnNode(t *testing.T, e *upgradeEnv) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpProvisioner(t, e.admin, []tenantCase{{name: "up"}, {name: "stuck"}})
