@@ -62,18 +62,31 @@ type tenantBootstrap struct {
 	retryAt  time.Time
 }
 
-// tenantRetry is the wait after the n-th failed bootstrap in a row:
-// 250 ms, doubling, at most maxTenantRetry. The first retry is short
-// because the first failure is usually the apiserver Service's endpoint
-// not yet programmed a moment after the pod turned Ready.
+// tenantRetry is the wait after the n-th failed bootstrap in a row: 250 ms,
+// 500 ms, 1 s, then 2 s up to the steadyTenantRetries-th failure, then
+// doubling from 4 s to maxTenantRetry. The first retries are short because
+// the first failures are usually the apiserver Service's endpoint not yet
+// programmed a moment after the pod turned Ready; they stay at 2 s for
+// about 20 s, so a transient fault that lasts seconds costs at most 2 s more
+// than itself (plain doubling overshoots by as much as it has waited: 16 s
+// after 16 s). Only a tenant that keeps failing backs off to a minute, so
+// none is dialled in a hot loop.
 func tenantRetry(n int) time.Duration {
-	if n > 9 {
+	switch {
+	case n <= 3:
+		return firstTenantRetry << max(n-1, 0)
+	case n <= steadyTenantRetries:
+		return 2 * time.Second
+	case n-steadyTenantRetries > 5:
 		return maxTenantRetry
 	}
-	return min(firstTenantRetry<<max(n-1, 0), maxTenantRetry)
+	return min(4*time.Second<<(n-steadyTenantRetries-1), maxTenantRetry)
 }
 
 const firstTenantRetry = 250 * time.Millisecond
+
+// steadyTenantRetries is the last failure after which the wait is 2 s.
+const steadyTenantRetries = 13
 
 const maxTenantRetry = time.Minute
 

@@ -263,3 +263,28 @@ func (f *fixture) failTenantTwice() time.Time {
 	f.c.tenantWG.Wait()
 	return now
 }
+
+// The bootstrap's backoff: short at first, at most 2 s apart for the first
+// 20 s of failures (a transient fault costs at most 2 s more than itself),
+// then up to a minute; never shorter than the wait before it.
+func TestTenantRetrySchedule(t *testing.T) {
+	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second}
+	for range steadyTenantRetries - 3 {
+		want = append(want, 2*time.Second)
+	}
+	want = append(want, 4*time.Second, 8*time.Second, 16*time.Second, 32*time.Second, time.Minute, time.Minute)
+	var got []time.Duration
+	for n := 1; n <= len(want); n++ {
+		got = append(got, tenantRetry(n))
+	}
+	assert.Equal(t, want, got)
+	var waited time.Duration
+	for n := 1; waited < 20*time.Second; n++ {
+		assert.LessOrEqual(t, tenantRetry(n), 2*time.Second, "failure %d, %s into the failures", n, waited)
+		waited += tenantRetry(n)
+	}
+	for n := 2; n < 200; n++ {
+		assert.GreaterOrEqual(t, tenantRetry(n), tenantRetry(n-1), "failure %d", n)
+	}
+	assert.Equal(t, maxTenantRetry, tenantRetry(1000))
+}
