@@ -1,0 +1,103 @@
+package translate
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"capn.dev/capn/pkg/syncer/names"
+)
+
+// DefaultServiceCIDRName is the ServiceCIDR kube-apiserver makes from its
+// --service-cluster-ip-range.
+const DefaultServiceCIDRName = "kubernetes"
+
+// ManagementServiceCIDR is the IPv4 range a Shared tenant's Services take
+// their ClusterIPs from: the management cluster's own, from its default
+// ServiceCIDR object, because a tenant Service's ClusterIP is its host
+// Service's and the management kube-proxy routes it.
+func ManagementServiceCIDR(cidrs []networkingv1.ServiceCIDR) (string, error) {
+	for _, c := range cidrs {
+		if c.Name != DefaultServiceCIDRName {
+			continue
+		}
+		for _, s := range c.Spec.CIDRs {
+			p, err := netip.ParsePrefix(s)
+			if err == nil && p.Addr().Is4() {
+				return p.Masked().String(), nil
+			}
+		}
+		return "", fmt.Errorf("ServiceCIDR %s has no IPv4 range: %v", c.Name, c.Spec.CIDRs)
+	}
+	return "", fmt.Errorf("no ServiceCIDR named %s", DefaultServiceCIDRName)
+}
+
+// HostService is the host Service of a tenant Service: the same ClusterIP
+// (allocated on the host first and given to the tenant Service), ports,
+// and a selector for the tenant selector's synced pods in the tenant's
+// namespace only. A tenant Service without a selector gets none (its
+// endpoints are the tenant's business and are not synced); ExternalName
+// needs no host object (nil, nil). NodePort and LoadBalancer would open
+// the provider's nodes and load balancers to a tenant, and externalIPs
+// capture other traffic (CVE-2020-8554): all refused.
+func HostService(tenant *corev1.Service, workloadNamespace string) (*corev1.Service, field.ErrorList) {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	switch tenant.Spec.Type {
+	case "", corev1.ServiceTypeClusterIP:
+	case corev1.ServiceTypeExternalName:
+		return nil, nil
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("type"), tenant.Spec.Type, []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName}))
+	}
+	if len(tenant.Spec.ExternalIPs) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("externalIPs"), "external IPs are not available to tenant Services"))
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	var selector map[string]string
+	if len(tenant.Spec.Selector) > 0 {
+		selector = maps.Clone(tenant.Spec.Selector)
+		// A tenant selector naming a reserved key would match nothing on
+		// the host (HostLabels drops them); the namespace label keeps one
+		// tenant namespace's Service off another's pods.
+		for k := range selector {
+			if reservedLabel(k) {
+				delete(selector, k)
+			}
+		}
+		selector[names.TenantNamespaceLabel] = tenant.Namespace
+	}
+	ports := make([]corev1.ServicePort, 0, len(tenant.Spec.Ports))
+	for _, p := range tenant.Spec.Ports {
+		ports = append(ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port, TargetPort: p.TargetPort})
+	}
+	host := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        names.Host(tenant.Namespace, tenant.Name),
+			Namespace:   workloadNamespace,
+			Labels:      HostLabels(tenant.Namespace, string(tenant.UID), nil),
+			Annotations: map[string]string{names.TenantNameAnnotation: tenant.Name},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:                     corev1.ServiceTypeClusterIP,
+			ClusterIP:                tenant.Spec.ClusterIP,
+			Ports:                    ports,
+			Selector:                 selector,
+			SessionAffinity:          tenant.Spec.SessionAffinity,
+			SessionAffinityConfig:    tenant.Spec.SessionAffinityConfig.DeepCopy(),
+			PublishNotReadyAddresses: tenant.Spec.PublishNotReadyAddresses,
+			InternalTrafficPolicy:    tenant.Spec.InternalTrafficPolicy,
+		},
+	}
+	if host.Spec.ClusterIP != "" && host.Spec.ClusterIP != corev1.ClusterIPNone {
+		host.Spec.ClusterIPs = []string{host.Spec.ClusterIP}
+	}
+	return host, nil
+}
