@@ -20,9 +20,10 @@ help: ## Show this help.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build capn-apiserver, the kubectl-nested plugin and the e2e capn-testserver into _output/bin (static: it also goes into an image).
+build: ## Build capn-apiserver, the kubectl-nested plugin, capn-syncer and the e2e capn-testserver into _output/bin (static: it also goes into an image).
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/capn-apiserver ./cmd/capn-apiserver
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-nested ./cmd/kubectl-nested
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/capn-syncer ./cmd/capn-syncer
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/capn-testserver ./cmd/capn-testserver
 
 .PHONY: install-plugin

@@ -1,0 +1,159 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"time"
+)
+
+// VirtualNodeLabel marks the Nodes the syncer publishes in a tenant. It is
+// what the syncer lists and deletes; a Node without it (a real node that
+// joined the tenant) is never touched.
+const VirtualNodeLabel = "capn.dev/virtual-node"
+
+// heartbeatPeriod and leaseDuration are the kubelet's defaults: the
+// tenant's node lifecycle controller sees a virtual Node exactly as it
+// sees a healthy kubelet.
+const (
+	heartbeatPeriod = 10 * time.Second
+	leaseDuration   = int32(40)
+	leaseNamespace  = corev1.NamespaceNodeLease
+)
+
+// mirroredLabels are the host node labels a virtual Node carries: the
+// well-known topology ones the tenant's scheduler and workloads read.
+var mirroredLabels = []string{
+	corev1.LabelHostname, corev1.LabelOSStable, corev1.LabelArchStable,
+	corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.LabelInstanceTypeStable,
+}
+
+// VirtualNode is the tenant Node that mirrors host: same name, the
+// well-known labels, capacity, allocatable, the kubelet's conditions,
+// addresses and node info, and unschedulable when host is. Pure.
+func VirtualNode(host *corev1.Node) *corev1.Node {
+	l := map[string]string{VirtualNodeLabel: "true"}
+	for _, k := range mirroredLabels {
+		if v, ok := host.Labels[k]; ok {
+			l[k] = v
+		}
+	}
+	var conds []corev1.NodeCondition
+	for _, c := range host.Status.Conditions {
+		switch c.Type {
+		case corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure:
+			conds = append(conds, c)
+		}
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: host.Name, Labels: l},
+		Spec:       corev1.NodeSpec{Unschedulable: host.Spec.Unschedulable},
+		Status: corev1.NodeStatus{
+			Capacity:    host.Status.Capacity.DeepCopy(),
+			Allocatable: host.Status.Allocatable.DeepCopy(),
+			Conditions:  conds,
+			Addresses:   append([]corev1.NodeAddress(nil), host.Status.Addresses...),
+			NodeInfo:    host.Status.NodeInfo,
+		},
+	}
+}
+
+// syncNode makes the tenant's virtual Node name match the host node of
+// that name, or removes it when the host node is gone or no longer
+// selected.
+func (s *Syncer) syncNode(ctx context.Context, name string) error {
+	nodes := s.o.Tenant.CoreV1().Nodes()
+	host, err := s.hostNodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		cur, err := s.tenantNodes.Get(name)
+		if apierrors.IsNotFound(err) || (err == nil && cur.Labels[VirtualNodeLabel] != "true") {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("removing virtual node", "node", name)
+		err = nodes.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	want := VirtualNode(host)
+	cur, err := s.tenantNodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		created, err := nodes.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
+		if err != nil {
+			return fmt.Errorf("creating virtual node %s: %w", name, err)
+		}
+		created.Status = want.Status
+		_, err = nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Labels[VirtualNodeLabel] != "true" {
+		// A real node of the same name joined the tenant: it is not ours.
+		return nil
+	}
+	if !equality.Semantic.DeepEqual(cur.Labels, want.Labels) || cur.Spec.Unschedulable != want.Spec.Unschedulable {
+		upd := cur.DeepCopy()
+		upd.Labels, upd.Spec.Unschedulable = want.Labels, want.Spec.Unschedulable
+		if cur, err = nodes.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+			return err
+		}
+	}
+	if !equality.Semantic.DeepEqual(cur.Status.Capacity, want.Status.Capacity) ||
+		!equality.Semantic.DeepEqual(cur.Status.Allocatable, want.Status.Allocatable) ||
+		!equality.Semantic.DeepEqual(cur.Status.Conditions, want.Status.Conditions) ||
+		!equality.Semantic.DeepEqual(cur.Status.Addresses, want.Status.Addresses) ||
+		cur.Status.NodeInfo != want.Status.NodeInfo {
+		upd := cur.DeepCopy()
+		upd.Status.Capacity, upd.Status.Allocatable = want.Status.Capacity, want.Status.Allocatable
+		upd.Status.Conditions, upd.Status.Addresses, upd.Status.NodeInfo = want.Status.Conditions, want.Status.Addresses, want.Status.NodeInfo
+		_, err = nodes.UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	}
+	return nil
+}
+
+// heartbeat renews the Lease of every virtual Node, as a kubelet does.
+func (s *Syncer) heartbeat(ctx context.Context) {
+	sel := labels.SelectorFromSet(labels.Set{VirtualNodeLabel: "true"})
+	vnodes, err := s.tenantNodes.List(sel)
+	if err != nil {
+		return
+	}
+	leases := s.o.Tenant.CoordinationV1().Leases(leaseNamespace)
+	now := metav1.NewMicroTime(s.now())
+	for _, n := range vnodes {
+		l, err := leases.Get(ctx, n.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = leases.Create(ctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: n.Name, Namespace: leaseNamespace,
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n.Name), LeaseDurationSeconds: ptr.To(leaseDuration), RenewTime: &now},
+			}, metav1.CreateOptions{FieldManager: fieldManager})
+		} else if err == nil {
+			l.Spec.RenewTime = &now
+			l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = ptr.To(n.Name), ptr.To(leaseDuration)
+			_, err = leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: fieldManager})
+		}
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("node heartbeat failed", "node", n.Name, "err", err)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestVirtualNodeMirrorsTheHostNode(t *testing.T) {
+	host := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{
+			corev1.LabelHostname: "node-1", corev1.LabelOSStable: "linux", corev1.LabelTopologyZone: "z1",
+			"node-role.kubernetes.io/control-plane": "", "provider.example.com/secret-pool": "gold",
+		}},
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m")},
+			Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+				{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse},
+			},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}},
+			NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"},
+		},
+	}
+	v := VirtualNode(host)
+	assert.Equal(t, "node-1", v.Name)
+	assert.Equal(t, map[string]string{VirtualNodeLabel: "true", corev1.LabelHostname: "node-1", corev1.LabelOSStable: "linux", corev1.LabelTopologyZone: "z1"}, v.Labels,
+		"only the well-known topology labels: provider labels and roles stay on the host")
+	assert.True(t, v.Spec.Unschedulable)
+	assert.Empty(t, v.Spec.Taints, "host taints are the provider's; host pods get the provider's tolerations")
+	assert.Equal(t, host.Status.Allocatable, v.Status.Allocatable)
+	assert.Len(t, v.Status.Conditions, 1, "the kubelet's conditions only")
+	assert.Equal(t, host.Status.Addresses, v.Status.Addresses)
+	assert.Equal(t, "v1.37.2", v.Status.NodeInfo.KubeletVersion)
+}

@@ -1,0 +1,347 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/syncer/translate"
+)
+
+// fieldManager owns what the syncer writes, on both sides.
+const fieldManager = "capn-syncer"
+
+// Reasons on tenant pods and their Events.
+const (
+	// ReasonSyncRefused: the pod asks for something the shared data plane
+	// does not give tenants; it fails with the reasons, nothing runs.
+	ReasonSyncRefused = "SyncRefused"
+	// ReasonHostPodDeleted: the host pod vanished under a running tenant
+	// pod (deleted by hand, evicted, its node gone); the pod fails so its
+	// controller replaces it, as after an eviction.
+	ReasonHostPodDeleted = "HostPodDeleted"
+	// ReasonWaitingForReferences: a ConfigMap or Secret the pod names does
+	// not exist in the tenant yet.
+	ReasonWaitingForReferences = "WaitingForReferences"
+	// ReasonHostQuotaExceeded: the workload namespace's ResourceQuota has
+	// no room for the pod yet.
+	ReasonHostQuotaExceeded = "HostQuotaExceeded"
+)
+
+// Annotations on a pod's own Secret.
+const (
+	// tokensRefreshAtAnnotation is when the Secret's tokens are next due
+	// (RFC 3339), the earliest over its tokens.
+	tokensRefreshAtAnnotation = "capn.dev/tokens-refresh-at"
+	// tokensForAnnotation is the tenant pod UID the tokens are bound to.
+	tokensForAnnotation = "capn.dev/tokens-for"
+)
+
+// syncPod converges one tenant pod, key "<namespace>/<name>", and its host
+// pod.
+func (s *Syncer) syncPod(ctx context.Context, k string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(k)
+	if err != nil {
+		return nil
+	}
+	hostName := names.Host(ns, name)
+	tenant, err := s.tenantPods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		tenant = nil
+	} else if err != nil {
+		return err
+	}
+	host, err := s.hostPods.Pods(s.o.WorkloadNamespace).Get(hostName)
+	if apierrors.IsNotFound(err) {
+		host = nil
+	} else if err != nil {
+		return err
+	}
+	// A host pod made for an earlier tenant pod of the same name (a
+	// StatefulSet's replacement) is that pod's: delete it first.
+	if host != nil && (tenant == nil || host.Labels[names.TenantUIDLabel] != string(tenant.UID)) {
+		return s.deleteHostPod(ctx, host, nil)
+	}
+	if tenant == nil {
+		return nil
+	}
+	if tenant.DeletionTimestamp != nil {
+		return s.finishDeletion(ctx, tenant, host)
+	}
+	if tenant.Spec.NodeName == "" || isTerminal(tenant) {
+		return nil
+	}
+	if _, err := s.hostNodes.Get(tenant.Spec.NodeName); err != nil {
+		// Bound to a Node that is not one of ours (a joined real node).
+		return nil
+	}
+	if host == nil {
+		if tenant.Status.HostIP != "" || tenant.Status.Phase == corev1.PodRunning {
+			// It ran, and its host pod is gone: like an eviction.
+			return s.failTenantPod(ctx, tenant, ReasonHostPodDeleted, "the pod's host pod was deleted")
+		}
+		return s.createHostPod(ctx, tenant)
+	}
+	if err := s.refreshTokens(ctx, tenant, host); err != nil {
+		return err
+	}
+	return s.upSync(ctx, tenant, host)
+}
+
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// createHostPod translates the tenant pod, syncs what it references and
+// its own Secret, and creates it on the host. A refused pod fails in the
+// tenant with the reasons and an Event; nothing is created for it.
+func (s *Syncer) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
+	c := s.o.Pod
+	svcs, err := s.tenantServices.Services(tenant.Namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, svc := range svcs {
+		c.Services = append(c.Services, *svc)
+	}
+	res, errs := translate.Pod(tenant, c)
+	if len(errs) > 0 {
+		return s.failTenantPod(ctx, tenant, ReasonSyncRefused, refusal(errs))
+	}
+	missing, err := s.syncReferences(ctx, tenant.Namespace, res)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		s.recorder.Eventf(tenant, corev1.EventTypeWarning, ReasonWaitingForReferences, "waiting for %s", strings.Join(missing, ", "))
+		return fmt.Errorf("pod %s/%s: waiting for %s", tenant.Namespace, tenant.Name, strings.Join(missing, ", "))
+	}
+	if err := s.ensurePodSecret(ctx, tenant, res); err != nil {
+		return err
+	}
+	pod := res.Pod
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, s.o.HostTolerations...)
+	if _, err := s.o.Host.CoreV1().Pods(s.o.WorkloadNamespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the informer has not shown it yet; its event requeues
+		}
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota") {
+			// The workload namespace is full for now: the pod waits, as a
+			// Deployment's pods wait for quota, rather than failing.
+			s.recorder.Event(tenant, corev1.EventTypeWarning, ReasonHostQuotaExceeded, "the tenant's data-plane quota is used up; the pod waits")
+			return fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+		}
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			// The workload namespace's admission (Pod Security, quota)
+			// refused it: the tenant sees the host's reason, which is
+			// about its own pod.
+			return s.failTenantPod(ctx, tenant, ReasonSyncRefused, "the management cluster refused the pod: "+string(apierrors.ReasonForError(err))+": "+boundMessage(err.Error()))
+		}
+		return fmt.Errorf("creating host pod for %s/%s: %w", tenant.Namespace, tenant.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("created host pod", "pod", klog.KObj(tenant), "host", pod.Name)
+	return nil
+}
+
+// refusal is the tenant-facing text of a translation's errors, bounded.
+func refusal(errs field.ErrorList) string {
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		parts = append(parts, e.Error())
+	}
+	return boundMessage(strings.Join(parts, "; "))
+}
+
+// boundMessage keeps a status message to what a reader needs.
+func boundMessage(m string) string {
+	const max = 1024
+	if len(m) > max {
+		return m[:max] + "…"
+	}
+	return m
+}
+
+// failTenantPod moves a pod the syncer cannot run to Failed, with reason,
+// and tells the tenant with a Warning Event. Only once: a Failed pod is
+// terminal and never synced again.
+func (s *Syncer) failTenantPod(ctx context.Context, tenant *corev1.Pod, reason, message string) error {
+	upd := tenant.DeepCopy()
+	upd.Status.Phase = corev1.PodFailed
+	upd.Status.Reason = reason
+	upd.Status.Message = message
+	if _, err := s.o.Tenant.CoreV1().Pods(tenant.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("failing pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+	}
+	s.recorder.Event(tenant, corev1.EventTypeWarning, reason, message)
+	return nil
+}
+
+// upSync writes the host pod's status to the tenant pod when it differs.
+func (s *Syncer) upSync(ctx context.Context, tenant, host *corev1.Pod) error {
+	st := translate.Status(tenant, host)
+	if equality.Semantic.DeepEqual(st, tenant.Status) {
+		return nil
+	}
+	upd := tenant.DeepCopy()
+	upd.Status = st
+	_, err := s.o.Tenant.CoreV1().Pods(tenant.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("pod %s/%s changed, retrying: %w", tenant.Namespace, tenant.Name, err)
+	}
+	return err
+}
+
+// finishDeletion is the kubelet's half of a graceful delete: the host pod
+// gets the tenant pod's grace period, and once it is gone the tenant pod is
+// removed for good.
+func (s *Syncer) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) error {
+	if host != nil {
+		return s.deleteHostPod(ctx, host, tenant.DeletionGracePeriodSeconds)
+	}
+	err := s.o.Tenant.CoreV1().Pods(tenant.Namespace).Delete(ctx, tenant.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &tenant.UID},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// deleteHostPod deletes host (the UID precondition keeps it from hitting
+// a newer pod of the same name) and its own Secret, and queues the
+// collection of references no pod needs any more.
+func (s *Syncer) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int64) error {
+	if host.DeletionTimestamp == nil {
+		err := s.o.Host.CoreV1().Pods(host.Namespace).Delete(ctx, host.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: grace,
+			Preconditions:      &metav1.Preconditions{UID: &host.UID},
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting host pod %s: %w", host.Name, err)
+		}
+	}
+	s.objects.AddAfter(gcKey, time.Second)
+	return nil
+}
+
+// ensurePodSecret writes the pod's own Secret: its tenant identity for the
+// downward API and its service-account tokens, requested from the tenant
+// apiserver bound to the tenant pod.
+func (s *Syncer) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *translate.Result) error {
+	name := names.Derived(res.Pod.Name, translate.PodSecretSuffix)
+	data := map[string][]byte{}
+	for k, v := range res.SecretData {
+		data[k] = v
+	}
+	refreshAt, err := s.requestTokens(ctx, tenant, res.Tokens, data)
+	if err != nil {
+		return err
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: s.o.WorkloadNamespace,
+			Labels:      translate.HostLabels(tenant.Namespace, string(tenant.UID), nil),
+			Annotations: map[string]string{names.TenantNameAnnotation: tenant.Name, tokensForAnnotation: string(tenant.UID)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+	if !refreshAt.IsZero() {
+		sec.Annotations[tokensRefreshAtAnnotation] = refreshAt.UTC().Format(time.RFC3339)
+	}
+	secrets := s.o.Host.CoreV1().Secrets(s.o.WorkloadNamespace)
+	cur, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = secrets.Create(ctx, sec, metav1.CreateOptions{FieldManager: fieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			cur, err = secrets.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			return s.replaceSecret(ctx, cur, sec)
+		}
+		return err
+	case err != nil:
+		return err
+	}
+	return s.replaceSecret(ctx, cur, sec)
+}
+
+func (s *Syncer) replaceSecret(ctx context.Context, cur, want *corev1.Secret) error {
+	upd := cur.DeepCopy()
+	upd.Labels, upd.Annotations, upd.Data = want.Labels, want.Annotations, want.Data
+	_, err := s.o.Host.CoreV1().Secrets(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+	return err
+}
+
+// requestTokens fills data with a fresh token for each projection and
+// returns when the first of them is due for refresh (zero for none).
+func (s *Syncer) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens []translate.Token, data map[string][]byte) (time.Time, error) {
+	var due time.Time
+	sa := tenant.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	for _, t := range tokens {
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: ptr.To(translate.TokenExpirationSeconds(t.ExpirationSeconds)),
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: tenant.Name, UID: tenant.UID},
+		}}
+		if t.Audience != "" {
+			tr.Spec.Audiences = []string{t.Audience}
+		}
+		issued := s.now()
+		got, err := s.o.Tenant.CoreV1().ServiceAccounts(tenant.Namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("token for pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+		}
+		data[t.Key] = []byte(got.Status.Token)
+		at := translate.TokenRefreshAt(issued, got.Status.ExpirationTimestamp.Time)
+		if due.IsZero() || at.Before(due) {
+			due = at
+		}
+	}
+	return due, nil
+}
+
+// refreshTokens renews a running pod's tokens when due, and requeues the
+// pod for the next refresh.
+func (s *Syncer) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) error {
+	name := names.Derived(host.Name, translate.PodSecretSuffix)
+	sec, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // a pod with nothing to project
+		}
+		return err
+	}
+	at, err := time.Parse(time.RFC3339, sec.Annotations[tokensRefreshAtAnnotation])
+	if err != nil {
+		return nil // no tokens
+	}
+	if wait := at.Sub(s.now()); wait > 0 {
+		s.pods.AddAfter(tenant.Namespace+"/"+tenant.Name, wait)
+		return nil
+	}
+	c := s.o.Pod
+	res, errs := translate.Pod(tenant, c)
+	if len(errs) > 0 {
+		return nil
+	}
+	return s.ensurePodSecret(ctx, tenant, res)
+}
