@@ -180,10 +180,14 @@ func New(o Options) *Syncer {
 func (s *Syncer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	defer utilruntime.HandleCrash()
-	defer s.pods.ShutDown()
-	defer s.nodes.ShutDown()
-	defer s.services.ShutDown()
-	defer s.objects.ShutDown()
+	// Workers block in Get until their queue shuts down, so the queues go
+	// first when ctx ends, then Run waits for the workers.
+	go func() {
+		<-ctx.Done()
+		for _, q := range []workqueue.TypedRateLimitingInterface[string]{s.pods, s.nodes, s.services, s.objects} {
+			q.ShutDown()
+		}
+	}()
 	s.tenant.Start(ctx.Done())
 	s.host.Start(ctx.Done())
 	s.hostNode.Start(ctx.Done())

@@ -1,0 +1,223 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/pod-security-admission/api"
+
+	"capn.dev/capn/pkg/syncer/controller"
+	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/test/framework"
+)
+
+const syncerWorkload = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config, namespace: default}
+data: {message: hello-1}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: greeting, namespace: default}
+stringData: {value: from-a-secret}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: capn.dev/capn-testserver:dev
+        args: [serve]
+        env:
+        - name: GREETING
+          valueFrom: {secretKeyRef: {name: greeting, key: value}}
+        volumeMounts: [{name: config, mountPath: /config}]
+      volumes:
+      - name: config
+        configMap: {name: web-config}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`
+
+const syncerEscape = `apiVersion: v1
+kind: Pod
+metadata: {name: escape, namespace: default}
+spec:
+  hostNetwork: true
+  containers: [{name: c, image: capn.dev/capn-testserver:dev}]
+`
+
+// TestSyncerOnKwok runs the syncer between two real control planes: a
+// "tenant" one with no nodes, whose own scheduler and controllers place
+// and manage its pods, and a "host" one with a kwok node standing in for
+// the management cluster's nodes (kwok fakes the host pods' lifecycle; the
+// real-node flow is the data-plane e2e). Everything is driven through the
+// tenant's API with kubectl, as a tenant would.
+func TestSyncerOnKwok(t *testing.T) {
+	host := framework.StartCluster(t, clusterOptions(t))
+	tenant := framework.StartCluster(t, clusterOptions(t))
+	t.Setenv("KUBECACHEDIR", t.TempDir())
+	nodes := host.StartKwok(t, framework.KwokOptions{Bin: env(t, "KWOK"), StageDir: env(t, "KWOK_STAGES"), Nodes: 1})
+	tk := framework.Kubectl{Bin: env(t, "KUBECTL"), Kubeconfig: tenant.AdminKubeconfig}
+	hk := framework.Kubectl{Bin: env(t, "KUBECTL"), Kubeconfig: host.AdminKubeconfig}
+	const wl = "capn-workload"
+	hk.MustRun(t, "", "create", "namespace", wl)
+
+	u, err := url.Parse(tenant.URL)
+	require.NoError(t, err)
+	h, p, _ := net.SplitHostPort(u.Host)
+	port, _ := strconv.Atoi(p)
+	clients := func(kc string) kubernetes.Interface {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		require.NoError(t, err)
+		cfg.QPS, cfg.Burst = 50, 100
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
+	opts := controller.Options{
+		Tenant: clients(tenant.AdminKubeconfig), Host: clients(host.AdminKubeconfig),
+		WorkloadNamespace: wl,
+		HostNodeSelector:  labels.SelectorFromSet(labels.Set{"type": "kwok"}),
+		HostTolerations:   []corev1.Toleration{{Key: framework.FakeNodeTaint.Key, Operator: corev1.TolerationOpExists}},
+		Pod:               translate.Context{APIServerHost: h, APIServerPort: int32(port), Nameserver: "127.0.0.1", DNSDomain: "cluster.local", Level: api.LevelBaseline},
+	}
+	start := func() (stop func()) {
+		c, cancelRun := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = controller.New(opts).Run(c) }()
+		return func() { cancelRun(); <-done }
+	}
+	stop := start()
+	t.Cleanup(func() { stop(); cancel() })
+
+	hostPods := func() []string {
+		out := hk.MustRun(t, "", "get", "pods", "-n", wl, "-l", "app=web", "-o", `jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{"\n"}{end}`)
+		var ps []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(l); len(f) > 0 {
+				ps = append(ps, f[0])
+			}
+		}
+		return ps
+	}
+	waitHostPods := func(n int) {
+		framework.Eventually(t, 2*time.Minute, fmt.Sprintf("%d host pods", n), func() (bool, string) {
+			out := hk.Run("", "get", "pods", "-n", wl, "-l", "app=web", "-o", "name")
+			return len(strings.Fields(out.Stdout)) == n, out.Stdout + out.Stderr
+		})
+	}
+
+	t.Run("virtual node", func(t *testing.T) {
+		framework.Eventually(t, time.Minute, "virtual node Ready in the tenant", func() (bool, string) {
+			r := tk.Run("", "get", "node", nodes[0], "-o", `jsonpath={.metadata.labels.capn\.dev/virtual-node} {.status.conditions[?(@.type=="Ready")].status}`)
+			return r.Stdout == "true True", r.Stdout + r.Stderr
+		})
+	})
+
+	t.Run("deployment runs on the host", func(t *testing.T) {
+		tk.MustRun(t, syncerWorkload, "apply", "-f", "-")
+		tk.MustRun(t, "", "rollout", "status", "deployment/web", "--timeout=120s")
+		ips := tk.MustRun(t, "", "get", "pods", "-l", "app=web", "-o", `jsonpath={range .items[*]}{.status.podIP}{" "}{.spec.nodeName}{"\n"}{end}`)
+		require.Len(t, strings.Split(strings.TrimSpace(ips), "\n"), 2, ips)
+		for _, l := range strings.Split(strings.TrimSpace(ips), "\n") {
+			f := strings.Fields(l)
+			require.Len(t, f, 2, "every tenant pod has a podIP from the host and its virtual node: %q", l)
+			require.Equal(t, nodes[0], f[1])
+		}
+		require.Len(t, hostPods(), 2)
+		// What the host pods reference came with them, renamed.
+		data := hk.MustRun(t, "", "get", "configmap", "-n", wl, names.Host("default", "web-config"), "-o", "jsonpath={.data.message}")
+		require.Equal(t, "hello-1", data)
+		hk.MustRun(t, "", "get", "secret", "-n", wl, names.Host("default", "greeting"))
+		// The tenant's Service has its host Service, at the same ClusterIP.
+		tip := tk.MustRun(t, "", "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
+		framework.Eventually(t, 30*time.Second, "host Service at the tenant ClusterIP "+tip, func() (bool, string) {
+			r := hk.Run("", "get", "service", "-n", wl, names.Host("default", "web"), "-o", "jsonpath={.spec.clusterIP}")
+			return r.Stdout == tip, r.Stdout + r.Stderr
+		})
+	})
+
+	t.Run("configmap update follows", func(t *testing.T) {
+		tk.MustRun(t, "", "patch", "configmap", "web-config", "-p", `{"data":{"message":"hello-2"}}`)
+		framework.Eventually(t, 30*time.Second, "host copy updated", func() (bool, string) {
+			r := hk.Run("", "get", "configmap", "-n", wl, names.Host("default", "web-config"), "-o", "jsonpath={.data.message}")
+			return r.Stdout == "hello-2", r.Stdout
+		})
+	})
+
+	t.Run("scale follows", func(t *testing.T) {
+		tk.MustRun(t, "", "scale", "deployment/web", "--replicas=3")
+		tk.MustRun(t, "", "rollout", "status", "deployment/web", "--timeout=120s")
+		waitHostPods(3)
+		tk.MustRun(t, "", "scale", "deployment/web", "--replicas=2")
+		tk.MustRun(t, "", "rollout", "status", "deployment/web", "--timeout=120s")
+		waitHostPods(2)
+	})
+
+	t.Run("host escape refused", func(t *testing.T) {
+		tk.MustRun(t, syncerEscape, "apply", "-f", "-")
+		framework.Eventually(t, time.Minute, "escape pod Failed with SyncRefused", func() (bool, string) {
+			r := tk.Run("", "get", "pod", "escape", "-o", "jsonpath={.status.phase} {.status.reason} {.status.message}")
+			return strings.HasPrefix(r.Stdout, "Failed SyncRefused") && strings.Contains(r.Stdout, "host namespaces"), r.Stdout
+		})
+		r := hk.Run("", "get", "pod", "-n", wl, names.Host("default", "escape"))
+		require.Contains(t, r.Stderr, "NotFound", "no host pod for a refused tenant pod")
+		ev := tk.MustRun(t, "", "get", "events", "--field-selector", "involvedObject.name=escape,reason=SyncRefused", "-o", "name")
+		require.NotEmpty(t, strings.TrimSpace(ev), "a Warning Event tells the tenant")
+	})
+
+	t.Run("host pod deleted by hand is replaced", func(t *testing.T) {
+		victim := hostPods()[0]
+		hk.MustRun(t, "", "delete", "pod", "-n", wl, victim, "--wait=false")
+		framework.Eventually(t, 2*time.Minute, "two Running host pods, without "+victim, func() (bool, string) {
+			ps := hostPods()
+			running := hk.MustRun(t, "", "get", "pods", "-n", wl, "-l", "app=web", "--field-selector=status.phase=Running", "-o", "name")
+			return len(ps) == 2 && !strings.Contains(strings.Join(ps, " "), victim) && len(strings.Fields(running)) == 2, strings.Join(ps, " ")
+		})
+		tk.MustRun(t, "", "rollout", "status", "deployment/web", "--timeout=120s")
+	})
+
+	t.Run("restart converges without duplicates", func(t *testing.T) {
+		stop()
+		tk.MustRun(t, "", "scale", "deployment/web", "--replicas=3")
+		stop = start()
+		tk.MustRun(t, "", "rollout", "status", "deployment/web", "--timeout=120s")
+		waitHostPods(3)
+	})
+
+	t.Run("delete removes host objects", func(t *testing.T) {
+		tk.MustRun(t, "", "delete", "deployment", "web", "--wait=true", "--timeout=120s")
+		tk.MustRun(t, "", "delete", "service", "web")
+		framework.Eventually(t, 2*time.Minute, "no host pods or Service", func() (bool, string) {
+			out := hk.MustRun(t, "", "get", "pods,services", "-n", wl, "-l", "app=web", "-o", "name")
+			svc := hk.Run("", "get", "service", "-n", wl, names.Host("default", "web"))
+			return strings.TrimSpace(out) == "" && strings.Contains(svc.Stderr, "NotFound"), out + svc.Stdout
+		})
+	})
+}
