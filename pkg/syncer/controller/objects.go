@@ -20,10 +20,6 @@ import (
 // managedBySelector selects the syncer's host objects.
 const managedBySelector = "app.kubernetes.io/managed-by=" + names.ManagedByValue
 
-type metav1ListOptions = metav1.ListOptions
-
-type metaObject = metav1.Object
-
 // gcMinAge keeps the collector off copies made for a pod that is about to
 // be created: they are referenced only once it exists.
 const gcMinAge = time.Minute

@@ -129,8 +129,10 @@ func (s *Syncer) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 		s.recorder.Eventf(tenant, corev1.EventTypeWarning, ReasonWaitingForReferences, "waiting for %s", strings.Join(missing, ", "))
 		return fmt.Errorf("pod %s/%s: waiting for %s", tenant.Namespace, tenant.Name, strings.Join(missing, ", "))
 	}
-	if err := s.ensurePodSecret(ctx, tenant, res); err != nil {
-		return err
+	if res.SecretName != "" {
+		if err := s.ensurePodSecret(ctx, tenant, res); err != nil {
+			return err
+		}
 	}
 	pod := res.Pod
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, s.o.HostTolerations...)
@@ -242,7 +244,7 @@ func (s *Syncer) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int
 // downward API and its service-account tokens, requested from the tenant
 // apiserver bound to the tenant pod.
 func (s *Syncer) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *translate.Result) error {
-	name := names.Derived(res.Pod.Name, translate.PodSecretSuffix)
+	name := res.SecretName
 	data := map[string][]byte{}
 	for k, v := range res.SecretData {
 		data[k] = v
@@ -322,7 +324,7 @@ func (s *Syncer) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens [
 // refreshTokens renews a running pod's tokens when due, and requeues the
 // pod for the next refresh.
 func (s *Syncer) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) error {
-	name := names.Derived(host.Name, translate.PodSecretSuffix)
+	name := translate.PodSecretName(host.Name)
 	sec, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(name)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -340,7 +342,7 @@ func (s *Syncer) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) er
 	}
 	c := s.o.Pod
 	res, errs := translate.Pod(tenant, c)
-	if len(errs) > 0 {
+	if len(errs) > 0 || res.SecretName == "" {
 		return nil
 	}
 	return s.ensurePodSecret(ctx, tenant, res)

@@ -72,7 +72,7 @@ func (s *Syncer) syncService(ctx context.Context, k string) error {
 	}
 	if cur == nil {
 		_, err := client.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
-		if apierrors.IsInvalid(err) || apierrors.IsAlreadyExists(err) && want.Spec.ClusterIP != "" {
+		if apierrors.IsInvalid(err) || (apierrors.IsAlreadyExists(err) && want.Spec.ClusterIP != "") {
 			s.recorder.Eventf(tenant, corev1.EventTypeWarning, ReasonClusterIPConflict, "the management cluster cannot give this Service its ClusterIP %s", want.Spec.ClusterIP)
 		}
 		return err

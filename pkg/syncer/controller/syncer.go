@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -114,11 +115,11 @@ func New(o Options) *Syncer {
 	// no more, and nothing else there is its to touch.
 	s.host = informers.NewSharedInformerFactoryWithOptions(o.Host, o.ResyncPeriod,
 		informers.WithNamespace(o.WorkloadNamespace),
-		informers.WithTweakListOptions(func(lo *metav1ListOptions) {
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = managedBySelector
 		}))
 	s.hostNode = informers.NewSharedInformerFactoryWithOptions(o.Host, o.ResyncPeriod,
-		informers.WithTweakListOptions(func(lo *metav1ListOptions) { lo.LabelSelector = o.HostNodeSelector.String() }))
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.HostNodeSelector.String() }))
 
 	rl := func(name string) workqueue.TypedRateLimitingInterface[string] {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -259,7 +260,7 @@ func key(obj any) string {
 
 // identity reads the tenant identity a host object records.
 func identity(obj any) (names.Identity, bool) {
-	m, ok := obj.(metaObject)
+	m, ok := obj.(metav1.Object)
 	if !ok {
 		return names.Identity{}, false
 	}

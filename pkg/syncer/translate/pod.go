@@ -59,7 +59,7 @@ type Context struct {
 
 // Token is a service-account token the syncer must request from the tenant
 // apiserver (TokenRequest, bound to the tenant pod) and keep, refreshed,
-// under Key of the pod's Secret (names.Derived(host, PodSecretSuffix)).
+// under Key of the pod's Secret (Result.SecretName).
 type Token struct {
 	Key               string `json:"key"`
 	Audience          string `json:"audience,omitempty"`
@@ -69,9 +69,11 @@ type Token struct {
 // Result is a translated pod.
 type Result struct {
 	Pod *corev1.Pod
-	// Secret is the data of the pod's own Secret besides the tokens: the
-	// tenant's downward-API values that differ on the host (the pod's
-	// tenant name, namespace and UID).
+	// SecretName is the pod's own Secret, empty when the pod mounts none;
+	// SecretData is its content besides the tokens: the tenant's
+	// downward-API values that differ on the host (the pod's tenant name,
+	// namespace and UID).
+	SecretName string
 	SecretData map[string][]byte
 	Tokens     []Token
 	// ConfigMaps and Secrets are the tenant objects (in the pod's
@@ -79,8 +81,8 @@ type Result struct {
 	ConfigMaps, Secrets []string
 }
 
-// PodSecretSuffix names a host pod's own Secret: names.Derived(host, it).
-const PodSecretSuffix = "pod"
+// PodSecretName is the name of the host pod host's own Secret.
+func PodSecretName(host string) string { return names.Derived(host, "pod") }
 
 // DefaultMaxGracePeriodSeconds matches the podTemplate allow-list's bound.
 const DefaultMaxGracePeriodSeconds = 60
@@ -138,7 +140,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	}
 
 	host := names.Host(tenant.Namespace, tenant.Name)
-	podSecret := names.Derived(host, PodSecretSuffix)
+	podSecret := PodSecretName(host)
 	r := &Result{SecretData: map[string][]byte{
 		keyName:      []byte(tenant.Name),
 		keyNamespace: []byte(tenant.Namespace),
@@ -219,6 +221,11 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	slices.Sort(r.Secrets)
 	r.Secrets = slices.Compact(r.Secrets)
 	r.Pod = hostPod
+	if !refs.usesPodSecret {
+		r.SecretData = nil
+	} else {
+		r.SecretName = podSecret
+	}
 	return r, nil
 }
 
@@ -380,6 +387,8 @@ type refs struct {
 	ns, podSecret string
 	result        *Result
 	errs          field.ErrorList
+	// usesPodSecret: a volume projects from the pod's own Secret.
+	usesPodSecret bool
 }
 
 func (r *refs) configMap(name string) string {
@@ -470,6 +479,7 @@ func (r *refs) downwardAPI(items []corev1.DownwardAPIVolumeFile) []corev1.Volume
 		out = append(out, corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: down}})
 	}
 	if len(fromSecret) > 0 {
+		r.usesPodSecret = true
 		out = append(out, corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: r.podSecret}, Items: fromSecret}})
 	}
 	return out
@@ -488,6 +498,7 @@ func (r *refs) projected(volume string, in *corev1.ProjectedVolumeSource, p *fie
 				exp = *t.ExpirationSeconds
 			}
 			key := fmt.Sprintf("token.%s.%d", volume, i)
+			r.usesPodSecret = true
 			r.result.Tokens = append(r.result.Tokens, Token{Key: key, Audience: t.Audience, ExpirationSeconds: exp})
 			out.Sources = append(out.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 				LocalObjectReference: corev1.LocalObjectReference{Name: r.podSecret},
