@@ -9,19 +9,25 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/pod-security-admission/api"
 
@@ -43,6 +49,9 @@ type options struct {
 	workers                          int
 	qps                              float64
 	burst                            int
+	leaderElect                      bool
+	leaderElectNamespace             string
+	healthAddress                    string
 }
 
 func main() {
@@ -62,6 +71,9 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 2, "Workers per queue.")
 	flag.Float64Var(&o.qps, "qps", 50, "Client QPS to each apiserver.")
 	flag.IntVar(&o.burst, "burst", 100, "Client burst to each apiserver.")
+	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Sync from one replica only, elected through the Lease capn-syncer in --leader-elect-namespace of the tenant.")
+	flag.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", metav1.NamespaceSystem, "Tenant namespace of the leader-election Lease.")
+	flag.StringVar(&o.healthAddress, "health-address", "", "host:port serving /healthz and /readyz over HTTP; empty serves none. /readyz is ok once this replica syncs (caches synced) or stands by as a non-leader.")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -157,5 +169,77 @@ func run(ctx context.Context, o options) error {
 	if so.Host, err = kubernetes.NewForConfig(hostCfg); err != nil {
 		return err
 	}
-	return controller.New(so).Run(ctx)
+	var ready atomic.Bool
+	so.Synced = func() { ready.Store(true) }
+	if o.healthAddress != "" {
+		if err := serveHealth(ctx, o.healthAddress, &ready); err != nil {
+			return err
+		}
+	}
+	if !o.leaderElect {
+		return controller.New(so).Run(ctx)
+	}
+	// A standby is healthy and ready: it is what takes over.
+	ready.Store(true)
+	return lead(ctx, so.Tenant, o.leaderElectNamespace, func(ctx context.Context) error {
+		ready.Store(false)
+		return controller.New(so).Run(ctx)
+	})
+}
+
+// lead runs fn while this replica holds the tenant Lease capn-syncer, and
+// returns when ctx ends or leadership is lost (the process then exits and
+// restarts as a candidate, as kube-controller-manager does: a syncer's
+// caches and queues are not reused across terms).
+func lead(ctx context.Context, tenant kubernetes.Interface, namespace string, fn func(context.Context) error) error {
+	id, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("leader election identity: %w", err)
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: "capn-syncer"},
+		Client:     tenant.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				if err := fn(ctx); err != nil {
+					klog.FromContext(ctx).Error(err, "Syncer stopped")
+				}
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return errors.New("lost the capn-syncer lease")
+}
+
+// serveHealth serves /healthz (the process runs) and /readyz (ready) on
+// address until ctx ends.
+func serveHealth(ctx context.Context, address string, ready *atomic.Bool) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("--health-address: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return nil
 }

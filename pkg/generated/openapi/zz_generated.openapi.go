@@ -41,6 +41,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ClusterNetwork{}.OpenAPIModelName():                       schema_pkg_apis_capn_v1alpha1_ClusterNetwork(ref),
 		v1alpha1.ComponentSpec{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_ComponentSpec(ref),
 		v1alpha1.ComponentStatus{}.OpenAPIModelName():                      schema_pkg_apis_capn_v1alpha1_ComponentStatus(ref),
+		v1alpha1.DataPlaneSpec{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_DataPlaneSpec(ref),
 		v1alpha1.EtcdSpec{}.OpenAPIModelName():                             schema_pkg_apis_capn_v1alpha1_EtcdSpec(ref),
 		v1alpha1.EtcdStorage{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_EtcdStorage(ref),
 		v1alpha1.ExternalEtcd{}.OpenAPIModelName():                         schema_pkg_apis_capn_v1alpha1_ExternalEtcd(ref),
@@ -707,6 +708,58 @@ func schema_pkg_apis_capn_v1alpha1_ComponentStatus(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_capn_v1alpha1_DataPlaneSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DataPlaneSpec is where and how much the tenant's pods run.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "mode is None or Shared. Immutable.\n\nPossible enum values:\n - `\"None\"` : a control plane without nodes (pods stay Pending until the tenant brings its own).\n - `\"Shared\"` : virtual Nodes backed by the management cluster's nodes; capn-syncer runs the tenant's pods there, in a workload namespace of the tenant's own. The tenant's service range is the management cluster's, so that Service IPs mean the same on both.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"None", "Shared"},
+						},
+					},
+					"nodeSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodeSelector narrows the management nodes that back the tenant's virtual Nodes. It is ANDed with the provider's selector: it can only choose among the nodes the provider offers.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"quota": {
+						SchemaProps: spec.SchemaProps{
+							Description: "quota is the hard limit of the workload namespace's ResourceQuota (pods, requests.cpu, requests.memory, limits.cpu, limits.memory, services, configmaps, secrets). A resource left out gets the provider's default; none may exceed the provider's maximum.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_capn_v1alpha1_EtcdSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1111,6 +1164,20 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.ComponentSpec{}.OpenAPIModelName()),
 						},
 					},
+					"dataPlane": {
+						SchemaProps: spec.SchemaProps{
+							Description: "dataPlane selects where the tenant's pods run. Immutable. A create that leaves mode empty gets Shared; an object stored before the field existed keeps None (an absent mode reads as None).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.DataPlaneSpec{}.OpenAPIModelName()),
+						},
+					},
+					"syncer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "syncer configures capn-syncer, the component that runs the tenant's pods in Shared mode. Its image may only be one the provider allows (capn-apiserver --allowed-syncer-images): the syncer holds a management credential.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ComponentSpec{}.OpenAPIModelName()),
+						},
+					},
 					"paused": {
 						SchemaProps: spec.SchemaProps{
 							Description: "paused stops the provisioner from changing anything for this cluster.",
@@ -1122,7 +1189,7 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName()},
+			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -1195,6 +1262,20 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterStatus(ref common.ReferenceCallb
 							Description: "scheduler is kube-scheduler's rollout state.",
 							Default:     map[string]interface{}{},
 							Ref:         ref(v1alpha1.ComponentStatus{}.OpenAPIModelName()),
+						},
+					},
+					"syncer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "syncer is capn-syncer's rollout state (Shared mode).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ComponentStatus{}.OpenAPIModelName()),
+						},
+					},
+					"workloadNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "workloadNamespace is the management namespace the tenant's pods run in (Shared mode).",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"endpoint": {

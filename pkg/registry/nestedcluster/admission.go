@@ -29,6 +29,8 @@ type Policy struct {
 	// FinalizerAdminGroups may remove v1alpha1.ProvisionerFinalizer: the
 	// provider's break-glass path for a cluster capn cannot clean up.
 	FinalizerAdminGroups []string
+	// DataPlane is the provider's side of spec.dataPlane and spec.syncer.
+	DataPlane DataPlanePolicy
 }
 
 func (p Policy) complete() (Policy, error) {

@@ -44,10 +44,11 @@ func (nestedClusterStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpat
 	}
 }
 
-func (nestedClusterStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (s nestedClusterStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	nc := obj.(*capn.NestedCluster)
 	nc.Status = capn.NestedClusterStatus{}
 	nc.Generation = 1
+	s.policy.DataPlane.prepareOnCreate(nc)
 }
 
 func (nestedClusterStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
@@ -62,7 +63,8 @@ func (nestedClusterStrategy) PrepareForUpdate(_ context.Context, obj, old runtim
 
 func (s nestedClusterStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	nc := obj.(*capn.NestedCluster)
-	return append(validation.ValidateNestedCluster(nc), s.policy.secretErrors(ctx, nc, nil)...)
+	errs := append(validation.ValidateNestedCluster(nc), s.policy.DataPlane.errors(nc, nil)...)
+	return append(errs, s.policy.secretErrors(ctx, nc, nil)...)
 }
 
 func (nestedClusterStrategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
@@ -79,6 +81,7 @@ func (s nestedClusterStrategy) ValidateUpdate(ctx context.Context, obj, old runt
 	newNC, oldNC := obj.(*capn.NestedCluster), old.(*capn.NestedCluster)
 	errs := validation.ValidateNestedClusterUpdate(newNC, oldNC)
 	errs = append(errs, s.policy.finalizerErrors(ctx, newNC, oldNC)...)
+	errs = append(errs, s.policy.DataPlane.errors(newNC, oldNC)...)
 	return append(errs, s.policy.secretErrors(ctx, newNC, oldNC)...)
 }
 

@@ -61,6 +61,8 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Now is the clock (tokens, heartbeats); nil means time.Now.
 	Now func() time.Time
+	// Synced, if set, is called once the caches have synced.
+	Synced func()
 }
 
 // Syncer is one tenant's syncer.
@@ -196,6 +198,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		return fmt.Errorf("caches did not sync")
 	}
 	logger.Info("caches synced", "workloadNamespace", s.o.WorkloadNamespace)
+	if s.o.Synced != nil {
+		s.o.Synced()
+	}
 	var wg sync.WaitGroup
 	run := func(q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
 		for i := 0; i < s.o.Workers; i++ {

@@ -9,6 +9,10 @@ const (
 	ComponentAPIServer         = "kube-apiserver"
 	ComponentControllerManager = "kube-controller-manager"
 	ComponentScheduler         = "kube-scheduler"
+	// ComponentSyncer runs only in Shared data-plane mode. It is not in
+	// Components or UpgradeOrder: its image is capn's, not spec.version's,
+	// so an upgrade never rolls it.
+	ComponentSyncer = "capn-syncer"
 )
 
 // Labels on every object and pod capn creates for a NestedCluster. The

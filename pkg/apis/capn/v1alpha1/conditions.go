@@ -10,6 +10,9 @@ const (
 	ConditionAPIServerAvailable         = "APIServerAvailable"
 	ConditionControllerManagerAvailable = "ControllerManagerAvailable"
 	ConditionSchedulerAvailable         = "SchedulerAvailable"
+	// ConditionSyncerAvailable is set in Shared data-plane mode only, and
+	// Ready then includes it: without a syncer no tenant pod runs.
+	ConditionSyncerAvailable = "SyncerAvailable"
 	// ConditionImagesAvailable is False while a component's pod waits for an
 	// image the node cannot get; its reason is the kubelet's
 	// (ImagePullReasons) and its message names the component and image.

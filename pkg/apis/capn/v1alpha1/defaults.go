@@ -53,7 +53,10 @@ func SetDefaults_NestedClusterSpec(obj *NestedClusterSpec) {
 	if e := obj.Etcd.External; e != nil && e.Prefix == "" {
 		e.Prefix = DefaultEtcdPrefix
 	}
-	for _, c := range []*ComponentSpec{&obj.APIServer.ComponentSpec, &obj.ControllerManager, &obj.Scheduler} {
+	// dataPlane.mode is not defaulted here: decoding defaults stored objects
+	// too, and one stored before the field existed must stay None. The
+	// registry sets Shared on create.
+	for _, c := range []*ComponentSpec{&obj.APIServer.ComponentSpec, &obj.ControllerManager, &obj.Scheduler, &obj.Syncer} {
 		if c.Replicas == nil {
 			c.Replicas = ptr.To[int32](1)
 		}

@@ -69,9 +69,55 @@ type NestedClusterSpec struct {
 	// +optional
 	Scheduler ComponentSpec `json:"scheduler,omitempty"`
 
+	// dataPlane selects where the tenant's pods run. Immutable. A create
+	// that leaves mode empty gets Shared; an object stored before the field
+	// existed keeps None (an absent mode reads as None).
+	// +optional
+	DataPlane DataPlaneSpec `json:"dataPlane,omitempty"`
+
+	// syncer configures capn-syncer, the component that runs the tenant's
+	// pods in Shared mode. Its image may only be one the provider allows
+	// (capn-apiserver --allowed-syncer-images): the syncer holds a
+	// management credential.
+	// +optional
+	Syncer ComponentSpec `json:"syncer,omitempty"`
+
 	// paused stops the provisioner from changing anything for this cluster.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+}
+
+// DataPlaneMode selects the tenant's data plane.
+// +enum
+type DataPlaneMode string
+
+const (
+	// DataPlaneNone: a control plane without nodes (pods stay Pending
+	// until the tenant brings its own).
+	DataPlaneNone DataPlaneMode = "None"
+	// DataPlaneShared: virtual Nodes backed by the management cluster's
+	// nodes; capn-syncer runs the tenant's pods there, in a workload
+	// namespace of the tenant's own. The tenant's service range is the
+	// management cluster's, so that Service IPs mean the same on both.
+	DataPlaneShared DataPlaneMode = "Shared"
+)
+
+// DataPlaneSpec is where and how much the tenant's pods run.
+type DataPlaneSpec struct {
+	// mode is None or Shared. Immutable.
+	// +optional
+	Mode DataPlaneMode `json:"mode,omitempty"`
+	// nodeSelector narrows the management nodes that back the tenant's
+	// virtual Nodes. It is ANDed with the provider's selector: it can only
+	// choose among the nodes the provider offers.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// quota is the hard limit of the workload namespace's ResourceQuota
+	// (pods, requests.cpu, requests.memory, limits.cpu, limits.memory,
+	// services, configmaps, secrets). A resource left out gets the
+	// provider's default; none may exceed the provider's maximum.
+	// +optional
+	Quota corev1.ResourceList `json:"quota,omitempty"`
 }
 
 // ClusterNetwork is the tenant cluster's network configuration.
@@ -262,6 +308,13 @@ type NestedClusterStatus struct {
 	// scheduler is kube-scheduler's rollout state.
 	// +optional
 	Scheduler ComponentStatus `json:"scheduler,omitempty"`
+	// syncer is capn-syncer's rollout state (Shared mode).
+	// +optional
+	Syncer ComponentStatus `json:"syncer,omitempty"`
+	// workloadNamespace is the management namespace the tenant's pods run
+	// in (Shared mode).
+	// +optional
+	WorkloadNamespace string `json:"workloadNamespace,omitempty"`
 	// endpoint is the URL of the tenant apiserver.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`

@@ -47,6 +47,11 @@ func (in ComponentStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DataPlaneSpec) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.DataPlaneSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in EtcdSpec) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.EtcdSpec"
 }

@@ -20,6 +20,7 @@ const (
 	whyServiceRange = "it is set from spec.clusterNetwork.serviceCIDR"
 	whySigner       = "it points at the cluster CA capn issues for signing certificates"
 	whyServiceAcct  = "service account flags are tied to the signing keys capn generates for the cluster"
+	whySyncerScope  = "it is a provider setting (capn-apiserver's --tenant-* and --data-plane-* flags) that confines the tenant's pods"
 	// capn runs kube-scheduler with --config; these flags would be ignored
 	// silently, so refusing them is the honest answer.
 	whyIgnoredWithConfig = "kube-scheduler ignores it because capn passes --config (set it in the scheduler configuration instead)"
@@ -58,6 +59,7 @@ var OwnedFlags = map[string]map[string]string{
 		"authorization-mode":                 "tenant clusters always authorize with Node,RBAC, which capn's own access relies on",
 		"anonymous-auth":                     "anonymous access stays off on an apiserver reachable from the management cluster",
 		"authentication-config":              "capn's authentication config limits anonymous access to the health endpoints the kubelet probes",
+		"endpoint-reconciler-type":           "in Shared data-plane mode the tenant's kubernetes Service would otherwise publish the tenant apiserver's pod IP behind an IP that is the management cluster's own kubernetes Service",
 		"token-auth-file":                    "static token files are not supported: the file would live in capn's pod",
 	},
 	v1alpha1.ComponentControllerManager: {
@@ -100,6 +102,25 @@ var OwnedFlags = map[string]map[string]string{
 		"bind-address":              whyBindAddress,
 		"tls-cert-file":             whyOwnCert,
 		"tls-private-key-file":      whyOwnCert,
+	},
+	// Everything that scopes the syncer is the provider's: a tenant that
+	// could point it at another namespace, widen its node selector or
+	// tolerations, or lower the Pod Security level would escape its
+	// workload namespace. Left to the tenant: -v, workers, qps and burst.
+	v1alpha1.ComponentSyncer: {
+		"tenant-kubeconfig":            whyKubeconfig,
+		"host-kubeconfig":              "the syncer reaches the management cluster with its own ServiceAccount only",
+		"workload-namespace":           whySyncerScope,
+		"tenant-apiserver-address":     "it is the tenant apiserver's Service address capn allocates",
+		"tenant-nameserver":            "it is the tenant DNS address capn allocates",
+		"tenant-dns-domain":            "it is set from spec.clusterNetwork.dnsDomain",
+		"tenant-pod-security":          whySyncerScope,
+		"host-node-selector":           "it is the provider's selector ANDed with spec.dataPlane.nodeSelector",
+		"host-tolerations":             whySyncerScope,
+		"allowed-runtime-classes":      whySyncerScope,
+		"max-termination-grace-period": whySyncerScope,
+		"leader-elect":                 whyLeaderElect,
+		"leader-elect-namespace":       whyLeaderElect,
 	},
 }
 

@@ -66,6 +66,7 @@ func ValidateNestedClusterUpdate(newNC, oldNC *capn.NestedCluster) field.ErrorLi
 	allErrs = append(allErrs, validateRemovedFlags(&newNC.Spec, specPath)...)
 	allErrs = append(allErrs, validateNetworkUpdate(&newNC.Spec.ClusterNetwork, &oldNC.Spec.ClusterNetwork, specPath.Child("clusterNetwork"))...)
 	allErrs = append(allErrs, validateEtcdUpdate(&newNC.Spec.Etcd, &oldNC.Spec.Etcd, specPath.Child("etcd"))...)
+	allErrs = append(allErrs, validateDataPlaneUpdate(&newNC.Spec.DataPlane, &oldNC.Spec.DataPlane, specPath.Child("dataPlane"))...)
 	// A malformed new version is already reported by the spec validation;
 	// the skew check would only repeat it.
 	if len(validateVersion(specPath.Child("version"), newNC.Spec.Version)) == 0 {
@@ -97,6 +98,7 @@ func ratchet(errs field.ErrorList, newSpec, oldSpec *capn.NestedClusterSpec, spe
 		{"apiServer", &newSpec.APIServer.ComponentSpec, &oldSpec.APIServer.ComponentSpec},
 		{"controllerManager", &newSpec.ControllerManager, &oldSpec.ControllerManager},
 		{"scheduler", &newSpec.Scheduler, &oldSpec.Scheduler},
+		{"syncer", &newSpec.Syncer, &oldSpec.Syncer},
 	} {
 		p := specPath.Child(c.name)
 		for _, f := range []struct {
@@ -137,6 +139,10 @@ func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateAPIServer(&spec.APIServer, fldPath.Child("apiServer"))...)
 	allErrs = append(allErrs, validateComponent(&spec.ControllerManager, v1alpha1.ComponentControllerManager, fldPath.Child("controllerManager"))...)
 	allErrs = append(allErrs, validateComponent(&spec.Scheduler, v1alpha1.ComponentScheduler, fldPath.Child("scheduler"))...)
+	allErrs = append(allErrs, validateDataPlane(&spec.DataPlane, fldPath.Child("dataPlane"))...)
+	if spec.DataPlane.Mode == capn.DataPlaneShared {
+		allErrs = append(allErrs, validateComponent(&spec.Syncer, v1alpha1.ComponentSyncer, fldPath.Child("syncer"))...)
+	}
 	return allErrs
 }
 
@@ -194,6 +200,7 @@ func ValidateNestedClusterStatusUpdate(newNC, oldNC *capn.NestedCluster) field.E
 	}{
 		{"etcd", &st.Etcd}, {"apiServer", &st.APIServer},
 		{"controllerManager", &st.ControllerManager}, {"scheduler", &st.Scheduler},
+		{"syncer", &st.Syncer},
 	} {
 		p, cs := fldPath.Child(c.name), c.cs
 		allErrs = append(allErrs, apimachineryvalidation.ValidateNonnegativeField(int64(cs.Replicas), p.Child("replicas"))...)

@@ -38,6 +38,15 @@ type NestedClusterSpecApplyConfiguration struct {
 	ControllerManager *ComponentSpecApplyConfiguration `json:"controllerManager,omitempty"`
 	// scheduler configures kube-scheduler.
 	Scheduler *ComponentSpecApplyConfiguration `json:"scheduler,omitempty"`
+	// dataPlane selects where the tenant's pods run. Immutable. A create
+	// that leaves mode empty gets Shared; an object stored before the field
+	// existed keeps None (an absent mode reads as None).
+	DataPlane *DataPlaneSpecApplyConfiguration `json:"dataPlane,omitempty"`
+	// syncer configures capn-syncer, the component that runs the tenant's
+	// pods in Shared mode. Its image may only be one the provider allows
+	// (capn-apiserver --allowed-syncer-images): the syncer holds a
+	// management credential.
+	Syncer *ComponentSpecApplyConfiguration `json:"syncer,omitempty"`
 	// paused stops the provisioner from changing anything for this cluster.
 	Paused *bool `json:"paused,omitempty"`
 }
@@ -93,6 +102,22 @@ func (b *NestedClusterSpecApplyConfiguration) WithControllerManager(value *Compo
 // If called multiple times, the Scheduler field is set to the value of the last call.
 func (b *NestedClusterSpecApplyConfiguration) WithScheduler(value *ComponentSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
 	b.Scheduler = value
+	return b
+}
+
+// WithDataPlane sets the DataPlane field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DataPlane field is set to the value of the last call.
+func (b *NestedClusterSpecApplyConfiguration) WithDataPlane(value *DataPlaneSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
+	b.DataPlane = value
+	return b
+}
+
+// WithSyncer sets the Syncer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Syncer field is set to the value of the last call.
+func (b *NestedClusterSpecApplyConfiguration) WithSyncer(value *ComponentSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
+	b.Syncer = value
 	return b
 }
 

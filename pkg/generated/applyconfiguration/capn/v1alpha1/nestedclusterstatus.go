@@ -45,6 +45,11 @@ type NestedClusterStatusApplyConfiguration struct {
 	ControllerManager *ComponentStatusApplyConfiguration `json:"controllerManager,omitempty"`
 	// scheduler is kube-scheduler's rollout state.
 	Scheduler *ComponentStatusApplyConfiguration `json:"scheduler,omitempty"`
+	// syncer is capn-syncer's rollout state (Shared mode).
+	Syncer *ComponentStatusApplyConfiguration `json:"syncer,omitempty"`
+	// workloadNamespace is the management namespace the tenant's pods run
+	// in (Shared mode).
+	WorkloadNamespace *string `json:"workloadNamespace,omitempty"`
 	// endpoint is the URL of the tenant apiserver.
 	Endpoint *string `json:"endpoint,omitempty"`
 	// upgrade describes the current or last version upgrade.
@@ -119,6 +124,22 @@ func (b *NestedClusterStatusApplyConfiguration) WithControllerManager(value *Com
 // If called multiple times, the Scheduler field is set to the value of the last call.
 func (b *NestedClusterStatusApplyConfiguration) WithScheduler(value *ComponentStatusApplyConfiguration) *NestedClusterStatusApplyConfiguration {
 	b.Scheduler = value
+	return b
+}
+
+// WithSyncer sets the Syncer field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Syncer field is set to the value of the last call.
+func (b *NestedClusterStatusApplyConfiguration) WithSyncer(value *ComponentStatusApplyConfiguration) *NestedClusterStatusApplyConfiguration {
+	b.Syncer = value
+	return b
+}
+
+// WithWorkloadNamespace sets the WorkloadNamespace field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WorkloadNamespace field is set to the value of the last call.
+func (b *NestedClusterStatusApplyConfiguration) WithWorkloadNamespace(value string) *NestedClusterStatusApplyConfiguration {
+	b.WorkloadNamespace = &value
 	return b
 }
 

@@ -1,0 +1,95 @@
+package validation
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"capn.dev/capn/pkg/apis/capn"
+)
+
+// QuotaResources are the resources spec.dataPlane.quota may name: those a
+// synced pod or Service consumes in the workload namespace. Anything else
+// (storage, extended resources) is not synced, so a limit on it would be a
+// promise capn cannot keep.
+var QuotaResources = []corev1.ResourceName{
+	corev1.ResourcePods,
+	corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory,
+	corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory,
+	corev1.ResourceServices, corev1.ResourceConfigMaps, corev1.ResourceSecrets,
+}
+
+// maxNodeSelectorLabels bounds spec.dataPlane.nodeSelector.
+const maxNodeSelectorLabels = 16
+
+var dataPlaneModes = []capn.DataPlaneMode{capn.DataPlaneNone, capn.DataPlaneShared}
+
+// validateDataPlane checks the data plane on its own; the provider's caps
+// on quota are the registry's (it knows the provider's flags).
+func validateDataPlane(dp *capn.DataPlaneSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	// Empty is how an object stored before the field reads (None); a
+	// create always has a mode by now (the registry sets Shared).
+	if dp.Mode != "" && !slices.Contains(dataPlaneModes, dp.Mode) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("mode"), dp.Mode, dataPlaneModes))
+	}
+	shared := dp.Mode == capn.DataPlaneShared
+	sp := fldPath.Child("nodeSelector")
+	if len(dp.NodeSelector) > 0 && !shared {
+		allErrs = append(allErrs, field.Forbidden(sp, "only applies to mode Shared"))
+	}
+	if len(dp.NodeSelector) > maxNodeSelectorLabels {
+		allErrs = append(allErrs, field.TooMany(sp, len(dp.NodeSelector), maxNodeSelectorLabels))
+	} else {
+		allErrs = append(allErrs, metav1validation.ValidateLabels(dp.NodeSelector, sp)...)
+	}
+	qp := fldPath.Child("quota")
+	if len(dp.Quota) > 0 && !shared {
+		allErrs = append(allErrs, field.Forbidden(qp, "only applies to mode Shared"))
+	}
+	for _, name := range slices.Sorted(maps.Keys(dp.Quota)) {
+		p := qp.Key(string(name))
+		if !slices.Contains(QuotaResources, name) {
+			allErrs = append(allErrs, field.NotSupported(p, name, QuotaResources))
+			continue
+		}
+		if q := dp.Quota[name]; q.Sign() < 0 {
+			allErrs = append(allErrs, field.Invalid(p, q.String(), "must be non-negative"))
+		}
+	}
+	return allErrs
+}
+
+// validateDataPlaneUpdate keeps the mode: switching would move every
+// running tenant pod, and None→Shared would change the service range
+// every Service IP was handed out from. An object stored before the field
+// existed reads "" and may be written back as None.
+func validateDataPlaneUpdate(newDP, oldDP *capn.DataPlaneSpec, fldPath *field.Path) field.ErrorList {
+	oldMode, newMode := oldDP.Mode, newDP.Mode
+	if oldMode == "" {
+		oldMode = capn.DataPlaneNone
+	}
+	if newMode == "" {
+		newMode = capn.DataPlaneNone
+	}
+	return apimachineryvalidation.ValidateImmutableField(newMode, oldMode, fldPath.Child("mode"))
+}
+
+// ValidateQuotaCaps refuses a quota above the provider's maximum. A
+// resource the maximum does not name is uncapped.
+func ValidateQuotaCaps(quota, max corev1.ResourceList, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(quota)) {
+		m, ok := max[name]
+		if q := quota[name]; ok && q.Cmp(m) > 0 {
+			allErrs = append(allErrs, field.Invalid(fldPath.Key(string(name)), q.String(),
+				fmt.Sprintf("must be at most %s, the provider's maximum", m.String())))
+		}
+	}
+	return allErrs
+}
