@@ -49,6 +49,7 @@ func TestPrepareForCreate(t *testing.T) {
 	s := nestedcluster.NewStrategy(apiserver.Scheme, nestedcluster.Policy{})
 	nc := storedCluster(t)
 	wantSpec := *nc.Spec.DeepCopy()
+	wantSpec.DataPlane.Mode = capn.DataPlaneShared // set on create only
 	nc.Generation = 7
 
 	s.PrepareForCreate(context.Background(), nc)

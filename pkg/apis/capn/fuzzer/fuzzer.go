@@ -48,7 +48,7 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 			if e := s.Etcd.External; e != nil {
 				e.Prefix = orDefault(e.Prefix, v1alpha1.DefaultEtcdPrefix)
 			}
-			for _, cs := range []*capn.ComponentSpec{&s.APIServer.ComponentSpec, &s.ControllerManager, &s.Scheduler} {
+			for _, cs := range []*capn.ComponentSpec{&s.APIServer.ComponentSpec, &s.ControllerManager, &s.Scheduler, &s.Syncer} {
 				if cs.Replicas == nil {
 					cs.Replicas = ptr.To[int32](1)
 				}
