@@ -51,7 +51,41 @@ const (
 	SchedulerName           = "kube-scheduler"
 	APIServerConfigName     = "kube-apiserver-config" // ConfigMap: authentication config
 	SchedulerConfigName     = "kube-scheduler-config" // ConfigMap: KubeSchedulerConfiguration
+	// SyncerName is capn-syncer's Deployment and ServiceAccount, and the
+	// RoleBinding in the workload namespace that gives it its Role there.
+	SyncerName = "capn-syncer"
 )
+
+// ClusterRoles the deploy manifests install for every tenant's syncer;
+// capn binds them (it holds "bind" on them, not their rules).
+const (
+	// SyncerRole is bound in each workload namespace only.
+	SyncerRole = "capn-syncer"
+	// SyncerNodesRole reads Nodes, cluster-wide.
+	SyncerNodesRole = "capn-syncer-nodes"
+)
+
+// WorkloadNamespaceLabel marks a tenant's workload namespace (value
+// "true"); it carries the same owner labels as the control-plane one.
+const WorkloadNamespaceLabel = "capn.dev/workload-namespace"
+
+// WorkloadNamespace is where nc's tenant pods run in Shared mode:
+// "capn-<ns>-<name>-w-<uid>", cut like ManagementNamespace. The UID makes
+// it unique and unforgeable; the "-w" keeps it apart from the
+// control-plane namespace of the same cluster, whose Secrets a tenant pod
+// must never be able to mount.
+func WorkloadNamespace(nc *v1alpha1.NestedCluster) string {
+	suffix := "-w-" + strings.ReplaceAll(string(nc.UID), "-", "")
+	if nc.UID == "" {
+		suffix = "-w-nouid"
+	}
+	return readable(nc, maxLabel-len(suffix)) + suffix
+}
+
+// SyncerClusterRoleBinding names the per-tenant binding of SyncerNodesRole.
+func SyncerClusterRoleBinding(nc *v1alpha1.NestedCluster) string {
+	return "capn-syncer-" + strings.ReplaceAll(string(nc.UID), "-", "")
+}
 
 // Secrets the controller writes into the management namespace before the
 // builders' objects can run. CA and certificate Secrets are kubernetes.io/tls
@@ -70,6 +104,7 @@ const (
 	SecretEtcdPeer               = "etcd-peer"
 	SecretControllerManagerKC    = "kcm-kubeconfig"       // key SecretKeyKubeconfig
 	SecretSchedulerKC            = "scheduler-kubeconfig" // key SecretKeyKubeconfig
+	SecretSyncerKC               = "syncer-kubeconfig"    // key SecretKeyKubeconfig; Shared data plane only
 	// Serving certificates of kcm and scheduler: their tls-cert-file flags
 	// are owned, so capn issues them rather than letting the components
 	// self-sign into a writable cert-dir.

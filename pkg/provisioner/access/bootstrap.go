@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -42,6 +43,35 @@ func Bindings() []*rbacac.ClusterRoleBindingApplyConfiguration {
 	return []*rbacac.ClusterRoleBindingApplyConfiguration{
 		bind("capn:cluster-admins", "cluster-admin", rbacv1.GroupKind, TenantAdminsGroup),
 		bind("capn:kube-apiserver-kubelet-client", "system:kubelet-api-admin", rbacv1.UserKind, pki.KubeletClientCommonName),
+		bind(TenantSyncerRole, TenantSyncerRole, rbacv1.UserKind, pki.SyncerUser),
+	}
+}
+
+// TenantSyncerRole is the tenant ClusterRole of capn-syncer (pki.SyncerUser):
+// what it needs to run the tenant's pods and publish virtual Nodes, and no
+// more. It reads ConfigMaps, Secrets and Services (to copy what pods
+// reference, and Services to the host), writes pods' status and bindings'
+// outcome, owns the virtual Nodes and their Leases, asks for the tokens
+// pods mount, and records Events. It cannot write RBAC, Secrets or
+// workloads, so a compromised syncer is not a tenant admin.
+const TenantSyncerRole = "capn:syncer"
+
+// TenantSyncerRules are TenantSyncerRole's rules.
+func TenantSyncerRules() []*rbacac.PolicyRuleApplyConfiguration {
+	rule := func(group string, resources []string, verbs ...string) *rbacac.PolicyRuleApplyConfiguration {
+		return rbacac.PolicyRule().WithAPIGroups(group).WithResources(resources...).WithVerbs(verbs...)
+	}
+	read := []string{"get", "list", "watch"}
+	return []*rbacac.PolicyRuleApplyConfiguration{
+		rule("", []string{"pods"}, append(read, "update", "patch", "delete")...),
+		rule("", []string{"pods/status"}, "update", "patch"),
+		rule("", []string{"nodes"}, append(read, "create", "update", "patch", "delete")...),
+		rule("", []string{"nodes/status"}, "update", "patch"),
+		rule("", []string{"configmaps", "secrets", "services"}, read...),
+		rule("", []string{"serviceaccounts/token"}, "create"),
+		rule("", []string{"events"}, "create", "patch", "update"),
+		rule("events.k8s.io", []string{"events"}, "create", "patch", "update"),
+		rule("coordination.k8s.io", []string{"leases"}, append(read, "create", "update", "patch")...),
 	}
 }
 
@@ -159,6 +189,21 @@ func DescribeTenantError(err error) string {
 // by mistake comes back the next time capn bootstraps (after a restart).
 func Bootstrap(ctx context.Context, tenant kubernetes.Interface) (bool, error) {
 	changed := false
+	role := rbacac.ClusterRole(TenantSyncerRole).
+		WithLabels(map[string]string{"app.kubernetes.io/managed-by": "capn"}).
+		WithRules(TenantSyncerRules()...)
+	live, err := tenant.RbacV1().ClusterRoles().Get(ctx, TenantSyncerRole, metav1.GetOptions{})
+	switch {
+	case err == nil && rulesMatch(live.Rules, role.Rules):
+	case err != nil && !apierrors.IsNotFound(err):
+		return changed, fmt.Errorf("reading ClusterRole %s in the tenant: %w", TenantSyncerRole, err)
+	default:
+		if _, err := tenant.RbacV1().ClusterRoles().Apply(ctx, role,
+			metav1.ApplyOptions{FieldManager: bootstrapFieldName, Force: true}); err != nil {
+			return changed, fmt.Errorf("applying ClusterRole %s in the tenant: %w", TenantSyncerRole, err)
+		}
+		changed = true
+	}
 	for _, b := range Bindings() {
 		live, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, *b.Name, metav1.GetOptions{})
 		switch {
@@ -174,6 +219,20 @@ func Bootstrap(ctx context.Context, tenant kubernetes.Interface) (bool, error) {
 		changed = true
 	}
 	return changed, nil
+}
+
+func rulesMatch(live []rbacv1.PolicyRule, want []rbacac.PolicyRuleApplyConfiguration) bool {
+	if len(live) != len(want) {
+		return false
+	}
+	for i, w := range want {
+		l := live[i]
+		if !slices.Equal(l.APIGroups, w.APIGroups) || !slices.Equal(l.Resources, w.Resources) || !slices.Equal(l.Verbs, w.Verbs) ||
+			len(l.ResourceNames) > 0 || len(l.NonResourceURLs) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func matches(live *rbacv1.ClusterRoleBinding, want *rbacac.ClusterRoleBindingApplyConfiguration) bool {

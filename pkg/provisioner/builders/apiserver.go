@@ -27,7 +27,8 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	}
 
 	cn := nc.Spec.ClusterNetwork
-	in := profiles.Params{ServiceCIDR: cn.ServiceCIDR, PodCIDR: cn.PodCIDR, DNSDomain: cn.DNSDomain}
+	in := profiles.Params{ServiceCIDR: cn.ServiceCIDR, PodCIDR: cn.PodCIDR, DNSDomain: cn.DNSDomain,
+		SharedDataPlane: nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared}
 	// The etcd files have the same names whichever etcd it is; only the
 	// Secrets behind them differ.
 	etcdCA := file{provisioner.SecretEtcdCA, corev1.TLSCertKey, profiles.FileEtcdCACert}

@@ -32,6 +32,9 @@ var (
 		"external-etcd": {CertsHash: "c0ffee00", APIServerServiceIP: "fd00::10"},
 		"custom":        {CertsHash: "c0ffee00", EtcdImage: "registry.k8s.io/etcd:3.6.5-0"},
 		"mixed-version": {CertsHash: "c0ffee00", Versions: ComponentVersions{ControllerManager: "v1.36.3", Scheduler: "v1.36.3"}},
+		"shared": {CertsHash: "c0ffee00", APIServerServiceIP: "10.96.0.20", DataPlane: DataPlane{
+			NodeSelector: map[string]string{"capn.dev/tenant-workloads": "true"}, Tolerations: []string{"capn.dev/tenants:NoSchedule"},
+			PodSecurity: "restricted", RuntimeClasses: []string{"gvisor"}}},
 	}
 )
 

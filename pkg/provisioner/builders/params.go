@@ -77,6 +77,8 @@ type Params struct {
 	// LatestTemplateRevision; a provider pins an older one to hold back a
 	// capn release's new defaults (capn-apiserver --template-revision).
 	TemplateRevision int
+	// DataPlane is the provider's side of the Shared data plane.
+	DataPlane DataPlane
 }
 
 // Addresses are the facts of p that names, addresses and SANs depend on
@@ -143,15 +145,17 @@ type Object interface {
 }
 
 // All returns every object of nc's control plane: the namespace, its
-// policy (LimitRange, ResourceQuota, NetworkPolicies), etcd (when managed),
-// kube-apiserver, kube-controller-manager and kube-scheduler. The policy
+// policy (LimitRange, ResourceQuota, NetworkPolicies), in Shared mode the
+// workload namespace with its policy and the syncer's bindings, etcd (when
+// managed), kube-apiserver, kube-controller-manager, kube-scheduler and
+// (Shared) capn-syncer. The policy
 // comes right after the namespace so that, applied in order, it is in
 // force before any pod is created: the LimitRange before the quota, which
 // refuses pods without limits that only the LimitRange fills in. The quota
 // is derived from the workloads, so it is built last.
 func All(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	var workloads []Object
-	for _, build := range []func(*v1alpha1.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler} {
+	for _, build := range []func(*v1alpha1.NestedCluster, Params) ([]Object, error){Etcd, APIServer, ControllerManager, Scheduler, Syncer} {
 		objs, err := build(nc, p)
 		if err != nil {
 			return nil, err
@@ -160,6 +164,9 @@ func All(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	}
 	out := []Object{Namespace(nc, p), LimitRange(nc, p), ResourceQuota(nc, p, workloads)}
 	out = append(out, NetworkPolicies(nc, p)...)
+	// The workload namespace and the syncer's RBAC before the syncer.
+	out = append(out, WorkloadNamespace(nc, p)...)
+	out = append(out, SyncerNodesBinding(nc, p)...)
 	return append(out, workloads...), nil
 }
 

@@ -31,6 +31,7 @@ var defaultResources = map[string]corev1.ResourceList{
 	v1alpha1.ComponentAPIServer:         requests("100m", "256Mi"),
 	v1alpha1.ComponentControllerManager: requests("50m", "128Mi"),
 	v1alpha1.ComponentScheduler:         requests("25m", "64Mi"),
+	v1alpha1.ComponentSyncer:            requests("25m", "64Mi"),
 }
 
 func requests(cpu, mem string) corev1.ResourceList {

@@ -52,7 +52,11 @@ func NetworkPolicies(nc *v1alpha1.NestedCluster, p Params) []Object {
 	if m := nc.Spec.Etcd.Managed; m != nil {
 		out = append(out, etcdNetworkPolicy(nc, p, m))
 	}
-	return append(out, apiServerNetworkPolicy(nc, p), controllersNetworkPolicy(nc, p), defaultDenyNetworkPolicy(nc, p))
+	out = append(out, apiServerNetworkPolicy(nc, p), controllersNetworkPolicy(nc, p))
+	if shared(nc) {
+		out = append(out, syncerNetworkPolicy(nc, p))
+	}
+	return append(out, defaultDenyNetworkPolicy(nc, p))
 }
 
 var bothPolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}

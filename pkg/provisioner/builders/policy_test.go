@@ -463,6 +463,7 @@ func TestNetworkPoliciesCoverEveryPod(t *testing.T) {
 		v1alpha1.ComponentAPIServer:         provisioner.APIServerName,
 		v1alpha1.ComponentControllerManager: NetworkPolicyControllers,
 		v1alpha1.ComponentScheduler:         NetworkPolicyControllers,
+		v1alpha1.ComponentSyncer:            NetworkPolicySyncer,
 	}
 	for name, c := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {

@@ -26,6 +26,10 @@ const (
 	EtcdClientCommonName       = "kube-apiserver-etcd-client"
 	ControllerManagerUser      = "system:kube-controller-manager"
 	SchedulerUser              = "system:kube-scheduler"
+	// SyncerUser is capn-syncer's tenant identity, bound to the tenant
+	// ClusterRole capn:syncer (access.Bootstrap): no group, so nothing but
+	// that role.
+	SyncerUser = "capn:syncer"
 	etcdServerCommonName       = "etcd"
 	etcdPeerCommonName         = "etcd-peer"
 	controllerManagerServingCN = v1alpha1.ComponentControllerManager
@@ -44,6 +48,9 @@ type Inputs struct {
 	// ManagedEtcd: capn runs etcd, so it issues the etcd CA and certs. With
 	// an external etcd the controller copies the user's Secrets instead.
 	ManagedEtcd bool
+	// Syncer: the cluster runs capn-syncer (Shared data plane), which
+	// gets a kubeconfig of its own.
+	Syncer bool
 	// LeafValidity of every leaf; zero means DefaultLeafValidity.
 	LeafValidity time.Duration
 }
@@ -58,6 +65,7 @@ func InputsFor(nc *v1alpha1.NestedCluster, a provisioner.Addresses) Inputs {
 		EtcdServerSANs: provisioner.EtcdServerSANs(nc, a),
 		EtcdPeerSANs:   provisioner.EtcdPeerSANs(nc, a),
 		ManagedEtcd:    nc.Spec.Etcd.Managed != nil,
+		Syncer:         nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared,
 	}
 }
 
@@ -99,6 +107,9 @@ func leafSet(in Inputs) []leaf {
 		{secret: provisioner.SecretSchedulerKC, ca: provisioner.SecretCA, spec: spec(SchedulerUser, UsageClient, none), kubeconfig: true},
 		{secret: provisioner.SecretControllerManagerServing, ca: provisioner.SecretCA, spec: spec(controllerManagerServingCN, UsageServer, local(controllerManagerServingCN))},
 		{secret: provisioner.SecretSchedulerServing, ca: provisioner.SecretCA, spec: spec(schedulerServingCN, UsageServer, local(schedulerServingCN))},
+	}
+	if in.Syncer {
+		ls = append(ls, leaf{secret: provisioner.SecretSyncerKC, ca: provisioner.SecretCA, spec: spec(SyncerUser, UsageClient, none), kubeconfig: true})
 	}
 	if in.ManagedEtcd {
 		ls = append(ls,

@@ -47,6 +47,9 @@ type Params struct {
 	// LeaderElect is on for kube-controller-manager and kube-scheduler
 	// (the builders set it at every replica count).
 	LeaderElect bool
+	// SharedDataPlane: the tenant shares the management cluster's service
+	// range (spec.dataPlane.mode Shared).
+	SharedDataPlane bool
 
 	// EtcdInitialCluster, EtcdInitialAdvertisePeerURLs and
 	// EtcdAdvertiseClientURLs describe the etcd membership; they may

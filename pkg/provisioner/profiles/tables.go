@@ -16,7 +16,7 @@ func port(p int) string       { return strconv.Itoa(p) }
 
 // apiServerFlags is the shared kube-apiserver table.
 func apiServerFlags(in Params) Flags {
-	return Flags{
+	f := Flags{
 		// Bind everywhere in the pod: the Service, the kubelet's probes and
 		// the other components all arrive on the pod IP.
 		"bind-address": "0.0.0.0",
@@ -75,6 +75,15 @@ func apiServerFlags(in Params) Flags {
 		"shutdown-delay-duration":   "5s",
 		"shutdown-send-retry-after": "true",
 	}
+	// A Shared tenant's service range is the management cluster's, so
+	// its kubernetes Service has the management kubernetes Service's IP.
+	// Publishing the tenant apiserver's pod IP behind it would mean
+	// nothing on the host; tenant pods get the tenant apiserver's own
+	// Service address instead (the syncer's KUBERNETES_SERVICE_HOST).
+	if in.SharedDataPlane {
+		f["endpoint-reconciler-type"] = "none"
+	}
+	return f
 }
 
 // controllerManagerFlags is the shared kube-controller-manager table.

@@ -1,0 +1,277 @@
+package builders
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/profiles"
+)
+
+// DataPlane is the provider's side of the Shared data plane
+// (capn-apiserver's --data-plane-* and --tenant-* flags). A tenant's
+// spec.dataPlane can only narrow it.
+type DataPlane struct {
+	// NodeSelector picks the management nodes that may run tenant pods;
+	// spec.dataPlane.nodeSelector is ANDed with it.
+	NodeSelector map[string]string
+	// Tolerations of every tenant pod on the host, each in
+	// placement.ParseToleration's form.
+	Tolerations []string
+	// PodSecurity is the level tenant pods must meet: baseline or
+	// restricted; empty means baseline.
+	PodSecurity string
+	// Quota is the workload namespace's ResourceQuota where
+	// spec.dataPlane.quota names nothing.
+	Quota corev1.ResourceList
+	// SyncerImage is capn-syncer's image unless spec.syncer.image is one
+	// of the provider's others; empty means DefaultSyncerImage.
+	SyncerImage string
+	// RuntimeClasses tenant pods may name.
+	RuntimeClasses []string
+}
+
+// DefaultSyncerImage is the image `make images` builds.
+const DefaultSyncerImage = "capn.dev/capn-syncer:dev"
+
+// syncerHealthPort serves the syncer's /healthz and /readyz.
+const syncerHealthPort = 10270
+
+// DefaultWorkloadQuota is the workload namespace's quota when the
+// provider sets none: room for a small team's workloads.
+func DefaultWorkloadQuota() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourcePods:           resource.MustParse("50"),
+		corev1.ResourceRequestsCPU:    resource.MustParse("4"),
+		corev1.ResourceRequestsMemory: resource.MustParse("8Gi"),
+		corev1.ResourceLimitsCPU:      resource.MustParse("8"),
+		corev1.ResourceLimitsMemory:   resource.MustParse("16Gi"),
+		corev1.ResourceServices:       resource.MustParse("50"),
+		corev1.ResourceConfigMaps:     resource.MustParse("100"),
+		corev1.ResourceSecrets:        resource.MustParse("100"),
+	}
+}
+
+// Workload-namespace object names.
+const (
+	// WorkloadPolicyName names the workload namespace's NetworkPolicy,
+	// LimitRange and ResourceQuota.
+	WorkloadPolicyName = "capn-workloads"
+	// NetworkPolicySyncer confines the syncer pods in the control-plane
+	// namespace.
+	NetworkPolicySyncer = "capn-syncer"
+)
+
+func shared(nc *v1alpha1.NestedCluster) bool {
+	return nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared
+}
+
+// Syncer builds capn-syncer and what it needs in the control-plane
+// namespace: its ServiceAccount (its management identity), a Deployment
+// reading its tenant kubeconfig, and a PDB with more than one replica
+// (its NetworkPolicy is with the others). Nothing in None mode.
+func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
+	if !shared(nc) {
+		return nil, nil
+	}
+	replicas, err := replicasOf(nc.Spec.Syncer.Replicas, "spec.syncer.replicas")
+	if err != nil {
+		return nil, err
+	}
+	const component = v1alpha1.ComponentSyncer
+	dp := p.DataPlane
+	image := dp.SyncerImage
+	if image == "" {
+		image = DefaultSyncerImage
+	}
+	level := dp.PodSecurity
+	if level == "" {
+		level = "baseline"
+	}
+	port := nc.Spec.APIServer.Service.Port
+	host := p.APIServerServiceIP
+	if host == "" {
+		host = provisioner.APIServerName + "." + provisioner.NamespaceOf(nc, p.Addresses()) + ".svc"
+	}
+	flags := map[string]string{
+		"tenant-kubeconfig":        profiles.PKIDir + "/" + profiles.FileKubeconfig,
+		"workload-namespace":       provisioner.WorkloadNamespace(nc),
+		"tenant-apiserver-address": host + ":" + strconv.Itoa(int(port)),
+		"tenant-dns-domain":        nc.Spec.ClusterNetwork.DNSDomain,
+		"tenant-pod-security":      level,
+		"host-node-selector":       hostNodeSelector(dp.NodeSelector, nc.Spec.DataPlane.NodeSelector),
+		"host-tolerations":         strings.Join(dp.Tolerations, ","),
+		"allowed-runtime-classes":  strings.Join(dp.RuntimeClasses, ","),
+		"leader-elect":             "true",
+		"health-address":           ":" + strconv.Itoa(syncerHealthPort),
+	}
+	maps.Copy(flags, nc.Spec.Syncer.ExtraArgs) // validation refused owned flags
+	var args []string
+	for _, k := range slices.Sorted(maps.Keys(flags)) {
+		args = append(args, "--"+k+"="+flags[k])
+	}
+	c := corev1.Container{
+		Name:           component,
+		Image:          image,
+		Command:        []string{component},
+		Args:           args,
+		Ports:          []corev1.ContainerPort{tcpPort("health", syncerHealthPort)},
+		ReadinessProbe: httpProbe("/readyz", syncerHealthPort, 2, 3),
+		LivenessProbe:  httpProbe("/healthz", syncerHealthPort, 10, 6),
+		VolumeMounts:   []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
+	}
+	volumes := []corev1.Volume{projectedSecrets("pki", []file{{provisioner.SecretSyncerKC, provisioner.SecretKeyKubeconfig, profiles.FileKubeconfig}})}
+	spec := podSpec(nc, component, c, volumes)
+	// The one capn pod with a management credential: its own
+	// ServiceAccount, which RBAC confines to the workload namespace (and
+	// reading Nodes).
+	spec.ServiceAccountName = provisioner.SyncerName
+	spec.AutomountServiceAccountToken = ptr.To(true)
+	tpl := podTemplate(nc, component, podAnnotations("", p, nil), spec)
+	delete(tpl.Annotations, provisioner.VersionAnnotation) // its version is capn's, not spec.version
+	if err := customize(&tpl, component, &nc.Spec.Syncer); err != nil {
+		return nil, err
+	}
+	sa := &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: objectMeta(nc, p, provisioner.SyncerName, component),
+		// Only the syncer's own pods mount its token, and they ask for it.
+		AutomountServiceAccountToken: ptr.To(false),
+	}
+	objs := []Object{sa, deployment(nc, p, provisioner.SyncerName, component, replicas, tpl, true)}
+	return appendObjects(objs, podDisruptionBudget(nc, p, provisioner.SyncerName, component, replicas)), nil
+}
+
+// hostNodeSelector ANDs the provider's selector with the tenant's: the
+// tenant can only choose among the nodes the provider offers (a key both
+// set to different values selects nothing).
+func hostNodeSelector(provider, tenant map[string]string) string {
+	var reqs []string
+	for _, m := range []map[string]string{provider, tenant} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			reqs = append(reqs, k+"="+m[k])
+		}
+	}
+	return strings.Join(slices.Compact(reqs), ",")
+}
+
+// syncerNetworkPolicy: the syncer talks to the tenant apiserver (this
+// namespace) and to the management apiserver, whose address differs
+// between clusters (NetworkPolicy sees it after the kubernetes Service is
+// translated, at a node or control-plane address), so that rule is by
+// port: 443 and 6443. Nothing needs to reach it but the kubelet's probes.
+func syncerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
+	return networkPolicy(objectMeta(nc, p, NetworkPolicySyncer, v1alpha1.ComponentSyncer), networkingv1.NetworkPolicySpec{
+		PodSelector: podSelector(nc, v1alpha1.ComponentSyncer),
+		PolicyTypes: bothPolicyTypes,
+		Egress: []networkingv1.NetworkPolicyEgressRule{
+			{To: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.APIServerPort)},
+			{Ports: tcpPorts(443, 6443)},
+		},
+	})
+}
+
+// WorkloadNamespace builds the namespace tenant pods run in and its
+// policy: Pod Security at the provider's level (enforced, so a pod the
+// syncer's own check missed is still refused), a NetworkPolicy that
+// allows the tenant's own traffic and its apiserver and nothing else, a
+// LimitRange that gives containers without resources a size (the quota
+// refuses them otherwise), the ResourceQuota, and the RoleBinding that
+// gives the syncer its Role there. Nothing in None mode.
+func WorkloadNamespace(nc *v1alpha1.NestedCluster, p Params) []Object {
+	if !shared(nc) {
+		return nil
+	}
+	name := provisioner.WorkloadNamespace(nc)
+	level := p.DataPlane.PodSecurity
+	if level == "" {
+		level = "baseline"
+	}
+	labels := provisioner.OwnerLabels(nc)
+	labels[provisioner.WorkloadNamespaceLabel] = "true"
+	for _, mode := range []string{"enforce", "warn", "audit"} {
+		labels["pod-security.kubernetes.io/"+mode] = level
+	}
+	meta := func(n string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: n, Namespace: name, Labels: provisioner.OwnerLabels(nc)}
+	}
+	cpNamespace := provisioner.NamespaceOf(nc, p.Addresses())
+	apiServer := podSelector(nc, v1alpha1.ComponentAPIServer)
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+	}
+	same := metav1.LabelSelector{}
+	policy := networkPolicy(meta(WorkloadPolicyName), networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{},
+		PolicyTypes: bothPolicyTypes,
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &same}}}},
+		Egress: []networkingv1.NetworkPolicyEgressRule{
+			{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &same}}},
+			{To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: cpNamespace}},
+				PodSelector:       &apiServer,
+			}}, Ports: tcpPorts(profiles.APIServerPort)},
+		},
+	})
+	limits := &corev1.LimitRange{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
+		ObjectMeta: meta(WorkloadPolicyName),
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			DefaultRequest: requests("10m", "32Mi"),
+			Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"),
+				corev1.ResourceMemory: resource.MustParse("256Mi")},
+		}}},
+	}
+	quota := &corev1.ResourceQuota{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+		ObjectMeta: meta(WorkloadPolicyName),
+		Spec:       corev1.ResourceQuotaSpec{Hard: WorkloadQuota(nc, p.DataPlane)},
+	}
+	binding := &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: meta(provisioner.SyncerName),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: provisioner.SyncerRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: provisioner.SyncerName, Namespace: cpNamespace}},
+	}
+	return []Object{ns, policy, limits, quota, binding}
+}
+
+// WorkloadQuota is the provider's default quota with the tenant's values
+// over it (validation capped those at the provider's maximum).
+func WorkloadQuota(nc *v1alpha1.NestedCluster, dp DataPlane) corev1.ResourceList {
+	q := dp.Quota.DeepCopy()
+	if q == nil {
+		q = DefaultWorkloadQuota()
+	}
+	for k, v := range nc.Spec.DataPlane.Quota {
+		q[k] = v.DeepCopy()
+	}
+	return q
+}
+
+// SyncerNodesBinding is the cluster-scoped binding that lets nc's syncer
+// read Nodes (to mirror them as virtual Nodes). Nothing in None mode.
+func SyncerNodesBinding(nc *v1alpha1.NestedCluster, p Params) []Object {
+	if !shared(nc) {
+		return nil
+	}
+	return []Object{&rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: provisioner.SyncerClusterRoleBinding(nc), Labels: provisioner.OwnerLabels(nc)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: provisioner.SyncerNodesRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: provisioner.SyncerName,
+			Namespace: provisioner.NamespaceOf(nc, p.Addresses())}},
+	}}
+}
