@@ -22,14 +22,14 @@ const (
 	// system:masters): the tenant needs a ClusterRoleBinding of this user
 	// to system:kubelet-api-admin, so the credential kube-apiserver holds
 	// for kubelets cannot also administer the whole cluster.
-	KubeletClientCommonName    = "kube-apiserver-kubelet-client"
-	EtcdClientCommonName       = "kube-apiserver-etcd-client"
-	ControllerManagerUser      = "system:kube-controller-manager"
-	SchedulerUser              = "system:kube-scheduler"
+	KubeletClientCommonName = "kube-apiserver-kubelet-client"
+	EtcdClientCommonName    = "kube-apiserver-etcd-client"
+	ControllerManagerUser   = "system:kube-controller-manager"
+	SchedulerUser           = "system:kube-scheduler"
 	// SyncerUser is capn-syncer's tenant identity, bound to the tenant
 	// ClusterRole capn:syncer (access.Bootstrap): no group, so nothing but
 	// that role.
-	SyncerUser = "capn:syncer"
+	SyncerUser                 = "capn:syncer"
 	etcdServerCommonName       = "etcd"
 	etcdPeerCommonName         = "etcd-peer"
 	controllerManagerServingCN = v1alpha1.ComponentControllerManager
