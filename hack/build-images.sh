@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs capn-apiserver, capn-testserver (for the data-plane e2e), pause and
+# Packs capn-apiserver, capn-syncer, capn-testserver (for the data-plane e2e), pause and
 # the pinned Kubernetes/etcd binaries into container images (docker-archive
 # tarball), named as the provisioner and the deploy manifests expect.
 # Output: ${OUT:-_output}/images.tar. Import into a node with:
@@ -26,10 +26,11 @@ ETCD_BIN=$(path etcd)
 ETCD_VERSION=$(basename "$(dirname "${ETCD_BIN}")")
 
 (cd "${ROOT}/hack/tools/images" && go build -trimpath -o "${OUT}/bin/images" . && go build -trimpath -ldflags '-s -w' -o "${OUT}/bin/pause" ./pause)
-[[ -x "${OUT}/bin/capn-apiserver" && -x "${OUT}/bin/capn-testserver" ]] || make -C "${ROOT}" build
+[[ -x "${OUT}/bin/capn-apiserver" && -x "${OUT}/bin/capn-syncer" && -x "${OUT}/bin/capn-testserver" ]] || make -C "${ROOT}" build
 
 refs=(
   "capn.dev/capn-apiserver:dev=${OUT}/bin/capn-apiserver"
+  "capn.dev/capn-syncer:dev=${OUT}/bin/capn-syncer"
   "capn.dev/capn-testserver:dev=${OUT}/bin/capn-testserver"
   "registry.k8s.io/pause:3.10=${OUT}/bin/pause"
   "registry.k8s.io/etcd:${ETCD_VERSION#v}-0=${ETCD_BIN}"

@@ -80,6 +80,8 @@ type Config struct {
 	MaxKubeconfigExpiration time.Duration
 	// FinalizerAdminGroups may remove capn's finalizer besides capn itself.
 	FinalizerAdminGroups []string
+	// DataPlane is the provider's side of spec.dataPlane and spec.syncer.
+	DataPlane nestedcluster.DataPlanePolicy
 	// LivezChecks are added to /livez (the provisioner's).
 	LivezChecks []healthz.HealthChecker
 }
@@ -96,13 +98,14 @@ type completedConfig struct {
 	MaxKubeconfigExpiration time.Duration
 	FinalizerAdminGroups    []string
 	LivezChecks             []healthz.HealthChecker
+	DataPlane               nestedcluster.DataPlanePolicy
 }
 
 // Complete fills in defaults; it mutates the receiver.
 func (c *Config) Complete() CompletedConfig {
 	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete(), PostStartHooks: c.PostStartHooks,
 		KubeconfigIssuer: c.KubeconfigIssuer, MaxKubeconfigExpiration: c.MaxKubeconfigExpiration,
-		FinalizerAdminGroups: c.FinalizerAdminGroups, LivezChecks: c.LivezChecks}}
+		FinalizerAdminGroups: c.FinalizerAdminGroups, LivezChecks: c.LivezChecks, DataPlane: c.DataPlane}}
 }
 
 // Server is a running capn-apiserver.
@@ -119,6 +122,7 @@ func (c completedConfig) New() (*Server, error) {
 	store, err := nestedcluster.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, nestedcluster.Policy{
 		Authorizer:           c.GenericConfig.Authorization.Authorizer,
 		FinalizerAdminGroups: c.FinalizerAdminGroups,
+		DataPlane:            c.DataPlane,
 	})
 	if err != nil {
 		return nil, err

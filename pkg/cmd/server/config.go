@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
@@ -88,6 +89,9 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 		// signing needs only the CA Secret, which the provisioner wrote.
 		out.KubeconfigIssuer = kubeconfigIssuer{&access.Issuer{Management: mgmtClient}}
 		out.MaxKubeconfigExpiration = o.MaxKubeconfigExpiration
+		if out.DataPlane, err = o.DataPlane.policy(context.Background(), mgmtClient); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -109,6 +113,7 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.He
 			Workers:              o.Workers,
 			TemplateRevision:     o.TemplateRevision,
 			Health:               health,
+			DataPlane:            o.DataPlane.builders(),
 		}
 		if o.OrphanSweep {
 			cfg.Sweep = &o.Sweep

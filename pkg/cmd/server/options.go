@@ -66,6 +66,8 @@ type Options struct {
 	FinalizerAdminGroups []string
 	// Placement schedules every control-plane pod.
 	Placement PlacementOptions
+	// DataPlane is the provider's side of Shared data planes.
+	DataPlane DataPlaneOptions
 	// TemplateRevision is the pod-template revision new control-plane
 	// workloads get (builders/revision.go).
 	TemplateRevision int
@@ -110,6 +112,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		ManagementBurst:         DefaultManagementBurst,
 		Workers:                 DefaultProvisionerWorkers,
 		TemplateRevision:        builders.LatestTemplateRevision,
+		DataPlane:               defaultDataPlaneOptions(),
 		Sweep: controller.SweepConfig{GracePeriod: controller.DefaultOrphanGracePeriod,
 			Period: controller.DefaultOrphanSweepPeriod, MaxDeletions: controller.DefaultOrphanMaxDeletions},
 		Out:    out,
@@ -157,6 +160,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --provisioner=pods, tolerations of every control-plane pod, each key[=value][:NoSchedule|PreferNoSchedule|NoExecute] (no value: Exists; no effect: all effects).")
 	fs.StringVar(&o.Placement.PriorityClassName, "control-plane-priority-class", o.Placement.PriorityClassName,
 		"With --provisioner=pods, the PriorityClass of every control-plane pod.")
+	o.DataPlane.AddFlags(fs)
 	fs.IntVar(&o.TemplateRevision, "template-revision", o.TemplateRevision,
 		fmt.Sprintf("With --provisioner=pods, the revision of capn's own pod-template defaults (probe timing) that new control-plane workloads get, 1 to %d; an existing workload moves to it only when its pods roll for another reason. Pin an older revision to hold a capn release's new defaults back.", builders.LatestTemplateRevision))
 	fs.Float32Var(&o.ManagementQPS, "management-qps", o.ManagementQPS,
@@ -248,6 +252,7 @@ func (o *Options) Validate() error {
 		if _, err := o.Placement.Placement(); err != nil {
 			errs = append(errs, err)
 		}
+		errs = append(errs, o.DataPlane.Validate()...)
 		if o.OrphanSweep && (o.Sweep.GracePeriod <= 0 || o.Sweep.Period <= 0 || o.Sweep.MaxDeletions <= 0) {
 			errs = append(errs, fmt.Errorf("--orphan-grace-period, --orphan-sweep-period and --orphan-sweep-max-deletions must be positive with --orphan-sweep"))
 		}

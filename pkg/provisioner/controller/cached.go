@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -97,6 +98,9 @@ func NewCachedManagement(c kubernetes.Interface, f kubeinformers.SharedInformerF
 		{&appsv1.StatefulSet{}, apps.StatefulSets().Informer(), appsv1.Resource("statefulsets")},
 		{&policyv1.PodDisruptionBudget{}, f.Policy().V1().PodDisruptionBudgets().Informer(), policyv1.Resource("poddisruptionbudgets")},
 		{&networkingv1.NetworkPolicy{}, f.Networking().V1().NetworkPolicies().Informer(), networkingv1.Resource("networkpolicies")},
+		{&corev1.ServiceAccount{}, core.ServiceAccounts().Informer(), corev1.Resource("serviceaccounts")},
+		{&rbacv1.RoleBinding{}, f.Rbac().V1().RoleBindings().Informer(), rbacv1.Resource("rolebindings")},
+		{&rbacv1.ClusterRoleBinding{}, f.Rbac().V1().ClusterRoleBindings().Informer(), rbacv1.Resource("clusterrolebindings")},
 	} {
 		transform := slimOwned
 		if e.informer == pods {

@@ -58,6 +58,8 @@ type Options struct {
 	TemplateRevision int
 	// Health, if set, is told of cache sync and of every finished sync.
 	Health *Health
+	// DataPlane is the provider's side of Shared data planes.
+	DataPlane builders.DataPlane
 }
 
 // Controller reconciles NestedClusters into management-cluster objects.
@@ -89,6 +91,7 @@ type Controller struct {
 	// templateRevision: see Options.TemplateRevision.
 	templateRevision int
 	health           *Health
+	dataPlane        builders.DataPlane
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -121,6 +124,7 @@ func New(o Options) (*Controller, error) {
 	c.placement = o.Placement
 	c.templateRevision = o.TemplateRevision
 	c.health = o.Health
+	c.dataPlane = o.DataPlane
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -281,6 +285,11 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		return failed(v1alpha1.ReasonUpgradePlanFailed, err)
 	}
 	params.Versions = o.upgrade.versions
+	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+		if err := c.checkWorkloadNamespace(ctx, in); err != nil {
+			return failed(v1alpha1.ReasonNamespaceFailed, err)
+		}
+	}
 	if err := c.ensureWorkloads(ctx, nc, in, params, o); err != nil {
 		return failed(v1alpha1.ReasonApplyFailed, err)
 	}

@@ -52,9 +52,17 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	if err != nil {
 		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, fmt.Errorf("resolving the management namespace (refusing to delete it): %w", err)))
 	}
+	// The workload namespace goes at the same time: the syncer that
+	// would recreate host pods goes with the control-plane namespace.
+	dataPlaneGone, err := c.deleteDataPlane(ctx, nc)
+	if err != nil {
+		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
+	}
 	proto := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
+	case apierrors.IsNotFound(err) && !dataPlaneGone:
+		return namespaceGoneRequeue, nil
 	case apierrors.IsNotFound(err):
 		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == v1alpha1.ProvisionerFinalizer })
 		if _, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {

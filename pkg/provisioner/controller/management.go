@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -118,6 +119,12 @@ func (m kubeManagement) do(ctx context.Context, o op, manager string, obj builde
 		return call(ctx, m.c.CoreV1().LimitRanges(ns), o, manager, t)
 	case *corev1.ResourceQuota:
 		return call(ctx, m.c.CoreV1().ResourceQuotas(ns), o, manager, t)
+	case *corev1.ServiceAccount:
+		return call(ctx, m.c.CoreV1().ServiceAccounts(ns), o, manager, t)
+	case *rbacv1.RoleBinding:
+		return call(ctx, m.c.RbacV1().RoleBindings(ns), o, manager, t)
+	case *rbacv1.ClusterRoleBinding:
+		return call(ctx, m.c.RbacV1().ClusterRoleBindings(), o, manager, t)
 	default:
 		return nil, fmt.Errorf("management: unsupported object type %T", obj)
 	}

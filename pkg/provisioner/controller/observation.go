@@ -60,7 +60,7 @@ func (c *Controller) observeWorkloads(ctx context.Context, in *v1alpha1.NestedCl
 		protos[v1alpha1.ComponentEtcd] = &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.EtcdName}}
 	}
-	for _, name := range upgradeOrder {
+	for _, name := range deployedComponents(in) {
 		// The Deployments are named after their components.
 		protos[name] = &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -93,16 +93,25 @@ func (o *observation) record(obj builders.Object) {
 			o.workloads[v1alpha1.ComponentEtcd] = obj
 		}
 	case *appsv1.Deployment:
-		if slices.Contains(upgradeOrder, obj.GetName()) {
+		if slices.Contains(upgradeOrder, obj.GetName()) || obj.GetName() == v1alpha1.ComponentSyncer {
 			o.workloads[obj.GetName()] = obj
 		}
 	}
 }
 
+// deployedComponents are the components that run as Deployments: the
+// kube-* ones and, in Shared mode, capn-syncer.
+func deployedComponents(in *v1alpha1.NestedCluster) []string {
+	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+		return append(slices.Clone(upgradeOrder), v1alpha1.ComponentSyncer)
+	}
+	return upgradeOrder
+}
+
 // live lists the observed workloads (for the quota).
 func (o *observation) live() []builders.Object {
 	out := make([]builders.Object, 0, len(o.workloads))
-	for _, component := range v1alpha1.Components() {
+	for _, component := range append(v1alpha1.Components(), v1alpha1.ComponentSyncer) {
 		if w, ok := o.workloads[component]; ok {
 			out = append(out, w)
 		}
@@ -134,6 +143,9 @@ func (o *observation) components(in *v1alpha1.NestedCluster) map[string]observed
 	}
 	for _, name := range upgradeOrder {
 		out[name] = observeWorkload(o.workloads[name], ptr.Deref(replicas[name], 1), false)
+	}
+	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+		out[v1alpha1.ComponentSyncer] = observeWorkload(o.workloads[v1alpha1.ComponentSyncer], ptr.Deref(in.Spec.Syncer.Replicas, 1), false)
 	}
 	return out
 }

@@ -62,6 +62,8 @@ type RunConfig struct {
 	Placement builders.Placement
 	// TemplateRevision: see Options.TemplateRevision.
 	TemplateRevision int
+	// DataPlane: see Options.DataPlane.
+	DataPlane builders.DataPlane
 	// Health is served as /livez/capn-provisioner; nil means none.
 	Health *Health
 }
@@ -123,6 +125,7 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
 			Placement:          cfg.Placement,
 			TemplateRevision:   cfg.TemplateRevision,
+			DataPlane:          cfg.DataPlane,
 			Health:             cfg.Health,
 		})
 		if err == nil {

@@ -85,6 +85,11 @@ func deriveStatus(nc *v1alpha1.NestedCluster, o *observation, stepErr error) (*v
 	available(v1alpha1.ConditionAPIServerAvailable, api.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
 	available(v1alpha1.ConditionControllerManagerAvailable, kcm.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
 	available(v1alpha1.ConditionSchedulerAvailable, sched.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
+	if syncer, ok := comps[v1alpha1.ComponentSyncer]; ok {
+		st.Syncer = syncer.status
+		st.WorkloadNamespace = provisioner.WorkloadNamespace(nc)
+		available(v1alpha1.ConditionSyncerAvailable, syncer.available, v1alpha1.ReasonReplicasReady, v1alpha1.ReasonNoReadyReplicas)
+	}
 	images := metav1.Condition{Type: v1alpha1.ConditionImagesAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonImagesPresent}
 	if o.images != nil {
 		images = *o.images

@@ -50,7 +50,9 @@ func (c *Controller) WaitFor(informers ...cache.SharedIndexInformer) {
 // of its management namespace (provisioner.Labels): owner references cannot
 // cross from the management cluster to an aggregated API's objects. A
 // tenant with write access to its own namespace can label a Deployment
-// there as anything; only namespaces are created by capn alone.
+// there as anything; only namespaces are created by capn alone. A
+// cluster-scoped object (the syncer's ClusterRoleBinding) names its owner
+// in its own labels, which capn's admission policy reserves to capn.
 func (c *Controller) enqueueOwner(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -60,7 +62,7 @@ func (c *Controller) enqueueOwner(obj any) {
 		utilruntime.HandleError(err)
 		return
 	}
-	if _, isNamespace := obj.(*corev1.Namespace); !isNamespace {
+	if _, isNamespace := obj.(*corev1.Namespace); !isNamespace && m.GetNamespace() != "" {
 		nsObj, ok, err := c.namespaces.GetByKey(m.GetNamespace())
 		if err != nil || !ok {
 			return // not in a management namespace (or it is gone: its own delete event enqueues)

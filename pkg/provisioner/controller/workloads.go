@@ -32,7 +32,7 @@ const SpecHashAnnotation = "capn.dev/spec-hash"
 // depend on the rest of Params, so rendering with only the namespace is
 // exact.
 func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (builders.Params, error) {
-	p := builders.Params{Namespace: ns, Placement: c.placement, TemplateRevision: c.templateRevision}
+	p := builders.Params{Namespace: ns, Placement: c.placement, TemplateRevision: c.templateRevision, DataPlane: c.dataPlane}
 	objs, err := builders.All(in, p)
 	if err != nil {
 		return p, fmt.Errorf("rendering: %w", err)
@@ -77,7 +77,13 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 	var applied []string
 	for _, obj := range objs {
 		switch obj.(type) {
-		case *corev1.Namespace, *corev1.Service:
+		case *corev1.Namespace:
+			// The control-plane namespace was ensured first; the
+			// workload namespace is applied here, before what goes in it.
+			if obj.GetName() == p.Namespace {
+				continue
+			}
+		case *corev1.Service:
 			continue
 		}
 		live, changed, err := c.applyIfChanged(ctx, obj)

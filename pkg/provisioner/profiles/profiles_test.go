@@ -156,7 +156,9 @@ func TestGeneratedFlagsAgreeWithOwnedFlags(t *testing.T) {
 		for _, c := range kubeComponents {
 			generated := Flags{}
 			for _, le := range []bool{false, true} {
-				f, err := p.Flags(c, sampleParams(le))
+				in := sampleParams(le)
+				in.SharedDataPlane = le // both sets of conditional flags
+				f, err := p.Flags(c, in)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
+
+	"capn.dev/capn/pkg/apis/capn/validation"
+	"capn.dev/capn/pkg/placement"
+	"capn.dev/capn/pkg/provisioner/builders"
+	"capn.dev/capn/pkg/registry/nestedcluster"
+	"capn.dev/capn/pkg/syncer/translate"
+)
+
+// DataPlaneOptions are the provider's side of Shared data planes: where
+// tenant pods may run, how strictly they are checked, how much they may
+// use, and which syncer runs them. A tenant's spec.dataPlane can only
+// narrow these.
+type DataPlaneOptions struct {
+	NodeSelector   map[string]string
+	Tolerations    []string
+	PodSecurity    string
+	Quota          map[string]string
+	QuotaMax       map[string]string
+	SyncerImage    string
+	SyncerImages   []string
+	RuntimeClasses []string
+	// ServiceCIDR overrides the management service range read from its
+	// ServiceCIDR objects at start.
+	ServiceCIDR string
+}
+
+func defaultDataPlaneOptions() DataPlaneOptions {
+	toFlag := func(l corev1.ResourceList) map[string]string {
+		out := map[string]string{}
+		for k, v := range l {
+			out[string(k)] = v.String()
+		}
+		return out
+	}
+	return DataPlaneOptions{
+		PodSecurity: "baseline",
+		Quota:       toFlag(builders.DefaultWorkloadQuota()),
+		QuotaMax: map[string]string{"pods": "500", "requests.cpu": "64", "requests.memory": "256Gi",
+			"limits.cpu": "128", "limits.memory": "512Gi", "services": "500", "configmaps": "1000", "secrets": "1000"},
+		SyncerImage: builders.DefaultSyncerImage,
+	}
+}
+
+func (o *DataPlaneOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringToStringVar(&o.NodeSelector, "data-plane-node-selector", o.NodeSelector,
+		"Labels of the management nodes that may run tenant pods (Shared data plane); a tenant's spec.dataPlane.nodeSelector is ANDed with it. Empty: every node.")
+	fs.StringSliceVar(&o.Tolerations, "data-plane-tolerations", o.Tolerations,
+		"Tolerations of every tenant pod on the management cluster, each key[=value][:Effect]. Tenant tolerations only steer the tenant's own scheduler.")
+	fs.StringVar(&o.PodSecurity, "tenant-pod-security", o.PodSecurity,
+		"Pod Security level tenant pods must meet, checked by the syncer and enforced on the workload namespace: baseline or restricted.")
+	fs.StringToStringVar(&o.Quota, "tenant-workload-quota", o.Quota,
+		"The workload namespace's ResourceQuota where spec.dataPlane.quota names nothing, resource=quantity.")
+	fs.StringToStringVar(&o.QuotaMax, "tenant-workload-quota-max", o.QuotaMax,
+		"The largest spec.dataPlane.quota a tenant may ask for, resource=quantity.")
+	fs.StringVar(&o.SyncerImage, "syncer-image", o.SyncerImage, "capn-syncer's image.")
+	fs.StringSliceVar(&o.SyncerImages, "allowed-syncer-images", o.SyncerImages,
+		"Other images spec.syncer.image may name. The syncer holds a management credential, so only images the provider trusts.")
+	fs.StringSliceVar(&o.RuntimeClasses, "tenant-runtime-classes", o.RuntimeClasses,
+		"RuntimeClasses tenant pods may name; any other is refused.")
+	fs.StringVar(&o.ServiceCIDR, "management-service-cidr", o.ServiceCIDR,
+		"The management cluster's IPv4 service range, which Shared tenants share. Empty: read from its ServiceCIDR objects at start.")
+}
+
+func parseQuota(flag string, m map[string]string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		name := corev1.ResourceName(k)
+		if !slices.Contains(validation.QuotaResources, name) {
+			return nil, fmt.Errorf("--%s: resource %q is not one of %v", flag, k, validation.QuotaResources)
+		}
+		q, err := resource.ParseQuantity(m[k])
+		if err != nil || q.Sign() < 0 {
+			return nil, fmt.Errorf("--%s: %s=%q is not a non-negative quantity", flag, k, m[k])
+		}
+		out[name] = q
+	}
+	return out, nil
+}
+
+// Validate checks the flags.
+func (o DataPlaneOptions) Validate() []error {
+	var errs []error
+	if es := metav1validation.ValidateLabels(o.NodeSelector, field.NewPath("--data-plane-node-selector")); len(es) > 0 {
+		errs = append(errs, es.ToAggregate())
+	}
+	for _, t := range o.Tolerations {
+		if _, err := placement.ParseToleration(t); err != nil {
+			errs = append(errs, fmt.Errorf("--data-plane-tolerations %w", err))
+		}
+	}
+	if o.PodSecurity != "baseline" && o.PodSecurity != "restricted" {
+		errs = append(errs, fmt.Errorf("--tenant-pod-security must be baseline or restricted, not %q", o.PodSecurity))
+	}
+	q, err := parseQuota("tenant-workload-quota", o.Quota)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	max, err := parseQuota("tenant-workload-quota-max", o.QuotaMax)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if es := validation.ValidateQuotaCaps(q, max, field.NewPath("--tenant-workload-quota")); len(es) > 0 {
+		errs = append(errs, es.ToAggregate())
+	}
+	if o.SyncerImage == "" {
+		errs = append(errs, fmt.Errorf("--syncer-image must be set"))
+	}
+	return errs
+}
+
+// builders is what the provisioner renders with (flags validated).
+func (o DataPlaneOptions) builders() builders.DataPlane {
+	q, _ := parseQuota("tenant-workload-quota", o.Quota)
+	return builders.DataPlane{NodeSelector: o.NodeSelector, Tolerations: o.Tolerations, PodSecurity: o.PodSecurity,
+		Quota: q, SyncerImage: o.SyncerImage, RuntimeClasses: o.RuntimeClasses}
+}
+
+// policy is what the registry checks tenants against. The service range
+// is the flag's, or read from the management cluster (mgmt nil: none).
+func (o DataPlaneOptions) policy(ctx context.Context, mgmt kubernetes.Interface) (nestedcluster.DataPlanePolicy, error) {
+	max, _ := parseQuota("tenant-workload-quota-max", o.QuotaMax)
+	p := nestedcluster.DataPlanePolicy{ServiceCIDR: o.ServiceCIDR, QuotaMax: max,
+		SyncerImages: append([]string{o.SyncerImage}, o.SyncerImages...)}
+	if p.ServiceCIDR != "" || mgmt == nil {
+		return p, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	l, err := mgmt.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return p, fmt.Errorf("reading the management service range (or set --management-service-cidr): %w", err)
+	}
+	if p.ServiceCIDR, err = translate.ManagementServiceCIDR(l.Items); err != nil {
+		return p, fmt.Errorf("reading the management service range (or set --management-service-cidr): %w", err)
+	}
+	return p, nil
+}
