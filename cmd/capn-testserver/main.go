@@ -4,7 +4,7 @@
 // service-account token (via a SelfSubjectReview) all reached it.
 //
 //	capn-testserver serve [--addr=:8080] [--file=PATH] [--env=NAME] [--token-file=PATH] [--ca-file=PATH]
-//	capn-testserver get URL [--timeout=60s]
+//	capn-testserver get URL [--timeout=60s] [--out=PATH]
 package main
 
 import (
@@ -42,7 +42,7 @@ const retryInterval = time.Second
 
 const usage = `usage:
   capn-testserver serve [--addr=:8080] [--file=/config/message] [--env=GREETING] [--token-file=PATH] [--ca-file=PATH]
-  capn-testserver get URL [--timeout=60s]
+  capn-testserver get URL [--timeout=60s] [--out=PATH]
 `
 
 func main() {
@@ -218,6 +218,7 @@ type limitedBody struct {
 func getMain(args []string) int {
 	flags := flag.NewFlagSet("get", flag.ContinueOnError)
 	timeout := flags.Duration("timeout", 60*time.Second, "give up after this long")
+	outPath := flags.String("out", "", "also write the body to this file (e.g. /dev/termination-log, so the answer reaches the pod's status)")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -236,7 +237,17 @@ func getMain(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := get(ctx, url, os.Stdout); err != nil {
+	var out io.Writer = os.Stdout
+	if *outPath != "" {
+		f, err := os.OpenFile(*outPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "capn-testserver get: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		out = io.MultiWriter(os.Stdout, f)
+	}
+	if err := get(ctx, url, out); err != nil {
 		fmt.Fprintf(os.Stderr, "capn-testserver get: %v\n", err)
 		return 1
 	}

@@ -145,6 +145,11 @@ func TestProvisionerOnNode(t *testing.T) {
 		t.Errorf("capn runs an etcd for the external-etcd tenant: %s", out)
 	}
 
+	// Two Shared tenants with identical names run the same app apart.
+	t.Run("DataPlaneOnNode", func(t *testing.T) {
+		testDataPlaneOnNode(t, admin, k, node, "demo", "mem")
+	})
+
 	rss := tenantRSS(t, c, admin, node, mgmtNamespace(t, admin, "demo"))
 	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
 	drift := revertsHandEdit(t, admin, mgmtNamespace(t, admin, "demo"))
@@ -171,6 +176,9 @@ func TestProvisionerOnNode(t *testing.T) {
 	gone := time.Since(deleted)
 	if out := admin.MustRun(t, "", "get", "namespaces", "-l", provisioner.ManagedByLabel+"="+provisioner.ManagedByValue, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("capn namespaces left after every NestedCluster was deleted: %s", out)
+	}
+	if out := admin.MustRun(t, "", "get", "clusterrolebindings", "-l", provisioner.ManagedByLabel+"="+provisioner.ManagedByValue, "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("syncer ClusterRoleBindings left after every NestedCluster was deleted: %s", out)
 	}
 	names := make([]string, 0, len(numbers))
 	for n := range numbers {

@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"capn.dev/capn/pkg/provisioner/builders"
 )
@@ -48,6 +50,12 @@ func ownedFields(live builders.Object) (any, error) {
 		ac, err = policyv1ac.ExtractPodDisruptionBudget(t, FieldManager)
 	case *networkingv1.NetworkPolicy:
 		ac, err = networkingv1ac.ExtractNetworkPolicy(t, FieldManager)
+	case *corev1.ServiceAccount:
+		ac, err = corev1ac.ExtractServiceAccount(t, FieldManager)
+	case *rbacv1.RoleBinding:
+		ac, err = rbacv1ac.ExtractRoleBinding(t, FieldManager)
+	case *rbacv1.ClusterRoleBinding:
+		ac, err = rbacv1ac.ExtractClusterRoleBinding(t, FieldManager)
 	default:
 		return nil, fmt.Errorf("extracting owned fields: unsupported object type %T", live)
 	}
