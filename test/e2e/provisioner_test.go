@@ -66,7 +66,8 @@ func TestProvisionerOnNode(t *testing.T) {
 	cases := []tenantCase{
 		{name: "demo", plugin: true},
 		{name: "mem", manifest: "apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: mem\nspec:\n  etcd:\n    managed:\n      storage:\n        type: Memory\n"},
-		{name: "ext", manifest: fmt.Sprintf("apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: ext\nspec:\n  etcd:\n    external:\n      endpoints: [%q]\n      caSecretRef: {name: %s}\n      clientSecretRef: {name: %s}\n",
+		// ext has no data plane: mode None still works as before.
+		{name: "ext", manifest: fmt.Sprintf("apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: ext\nspec:\n  dataPlane: {mode: None}\n  etcd:\n    external:\n      endpoints: [%q]\n      caSecretRef: {name: %s}\n      clientSecretRef: {name: %s}\n",
 			ext.Endpoint, ext.CASecret, ext.ClientSecret)},
 	}
 	t.Cleanup(func() {
@@ -104,7 +105,11 @@ func TestProvisionerOnNode(t *testing.T) {
 					p = plugin
 				}
 				tk := framework.Kubectl{Bin: kubectl, Kubeconfig: tenantKubeconfig(t, k, p, tc.name, "alice")}
-				useTenant(t, tk, "alice")
+				mode := v1alpha1.DataPlaneShared
+				if tc.name == "ext" {
+					mode = v1alpha1.DataPlaneNone
+				}
+				useTenant(t, tk, "alice", mode)
 				mu.Lock()
 				numbers[tc.name] = fmt.Sprintf("create->Ready %s, usable %s", ready.Round(time.Millisecond), time.Since(created[tc.name]).Round(time.Millisecond))
 				mu.Unlock()
@@ -144,11 +149,6 @@ func TestProvisionerOnNode(t *testing.T) {
 	if out := admin.MustRun(t, "", "get", "statefulsets,pods", "-n", extNS, "-l", v1alpha1.ComponentLabel+"="+v1alpha1.ComponentEtcd, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("capn runs an etcd for the external-etcd tenant: %s", out)
 	}
-
-	// Two Shared tenants with identical names run the same app apart.
-	t.Run("DataPlaneOnNode", func(t *testing.T) {
-		testDataPlaneOnNode(t, admin, k, node, "demo", "mem")
-	})
 
 	rss := tenantRSS(t, c, admin, node, mgmtNamespace(t, admin, "demo"))
 	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
@@ -318,7 +318,7 @@ func dumpProvisioner(t *testing.T, admin framework.Kubectl, cases []tenantCase) 
 	for _, tc := range cases {
 		// By labels: the cluster may be gone already.
 		ns := strings.TrimPrefix(strings.TrimSpace(admin.Run("", "get", "namespaces", "-l",
-			v1alpha1.ClusterLabel+"="+tc.name+","+provisioner.ClusterNamespaceLabel+"=default", "-o", "name").Stdout), "namespace/")
+			v1alpha1.ClusterLabel+"="+tc.name+","+provisioner.ClusterNamespaceLabel+"=default,!"+provisioner.WorkloadNamespaceLabel, "-o", "name").Stdout), "namespace/")
 		for _, args := range [][]string{
 			{"get", "pods", "-n", ns, "-o", "wide"},
 			{"describe", "nc", tc.name, "-n", "default"},

@@ -20,6 +20,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/test/framework"
 )
@@ -71,7 +72,7 @@ func kubeconfigPath(ns, name string) string {
 
 // useTenant is what a tenant does first with a new control plane: every
 // check goes through the tenant's own apiserver with the issued kubeconfig.
-func useTenant(t *testing.T, tk framework.Kubectl, user string) {
+func useTenant(t *testing.T, tk framework.Kubectl, user string, mode v1alpha1.DataPlaneMode) {
 	t.Helper()
 	if out := tk.MustRun(t, "", "get", "--raw", "/readyz"); out != "ok" {
 		t.Errorf("tenant /readyz = %q, want ok", out)
@@ -82,14 +83,22 @@ func useTenant(t *testing.T, tk framework.Kubectl, user string) {
 	}
 	tk.MustRun(t, "", "create", "namespace", "work")
 	tk.MustRun(t, "", "create", "deployment", "web", "--image=registry.k8s.io/pause:3.10", "--replicas=2", "-n", "work")
-	// The tenant has no nodes: the kcm must still create the ReplicaSet and
-	// its pods, and the scheduler must try them and say why it cannot bind.
-	framework.Eventually(t, 90*time.Second, "the tenant kcm and scheduler to act on Deployment web", func() (bool, string) {
+	// With no data plane the tenant has no nodes: the kcm must still
+	// create the ReplicaSet and its pods, and the scheduler must try them
+	// and say why it cannot bind. With the Shared data plane they run on
+	// the virtual node.
+	// Shared: only that the kcm made both pods (their running is
+	// DataPlaneOnNode's to check, which is not yet in the suite).
+	want := "Unschedulable"
+	if mode == v1alpha1.DataPlaneShared {
+		want = "web-"
+	}
+	framework.Eventually(t, 2*time.Minute, "the tenant kcm and scheduler to act on Deployment web", func() (bool, string) {
 		rs := tk.Run("", "get", "rs", "-n", "work", "-o", "name")
 		pods := tk.Run("", "get", "pods", "-n", "work", "--no-headers",
-			"-o", `custom-columns=NAME:.metadata.name,SCHED:.status.conditions[?(@.type=="PodScheduled")].reason`)
+			"-o", `custom-columns=NAME:.metadata.name,SCHED:.status.conditions[?(@.type=="PodScheduled")].reason,PHASE:.status.phase`)
 		lines := strings.Split(strings.TrimSpace(pods.Stdout), "\n")
-		ok := strings.TrimSpace(rs.Stdout) != "" && len(lines) == 2 && strings.Count(pods.Stdout, "Unschedulable") == 2
+		ok := strings.TrimSpace(rs.Stdout) != "" && len(lines) == 2 && strings.Count(pods.Stdout, want) == 2
 		return ok, "rs: " + rs.Stdout + rs.Stderr + "; pods:\n" + pods.Stdout + pods.Stderr
 	})
 	for _, lease := range []string{"kube-scheduler", "kube-controller-manager"} {

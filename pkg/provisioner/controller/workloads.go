@@ -147,7 +147,9 @@ func renderAtRevisions(in *v1alpha1.NestedCluster, p builders.Params, o *observa
 // quota of the new size alone would refuse the new pods and stall it.
 func quotaForRollout(in *v1alpha1.NestedCluster, p builders.Params, objs, live []builders.Object) {
 	for i, o := range objs {
-		if _, ok := o.(*corev1.ResourceQuota); ok {
+		// The control plane's quota only: the workload namespace's comes
+		// from spec.dataPlane.quota, not from the workloads.
+		if _, ok := o.(*corev1.ResourceQuota); ok && o.GetName() == builders.ResourceQuotaName {
 			objs[i] = builders.ResourceQuota(in, p, append(slices.Clone(objs), live...))
 		}
 	}
