@@ -133,6 +133,13 @@ func TestProvisionerOnNode(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// The Shared tenants run workloads on the node (ext has no data plane).
+	t.Run("DataPlaneOnNode", func(t *testing.T) {
+		testDataPlaneOnNode(t, admin, k, node, "demo", "mem")
+	})
+	if t.Failed() {
+		return
+	}
 
 	// Who may ask: a viewer is refused by RBAC, before capn signs anything.
 	errOut := k.MustFail(t, `{"apiVersion":"capn.dev/v1alpha1","kind":"NestedClusterKubeconfigRequest"}`,

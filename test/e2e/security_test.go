@@ -113,9 +113,18 @@ func checkTenantBoundary(t *testing.T, admin, victim framework.Kubectl) {
 	var ns string
 	framework.Eventually(t, 2*time.Minute, "first's management namespace", func() (bool, string) {
 		uid := k.MustRun(t, "", "get", "nc", "first", "-o", "jsonpath={.metadata.uid}")
-		r := admin.Run("", "get", "namespaces", "-l", provisioner.OwnerUIDLabel+"="+uid, "-o", "jsonpath={.items[*].metadata.name}")
+		// The control-plane namespace: a Shared cluster's workload
+		// namespace carries the same owner UID.
+		r := admin.Run("", "get", "namespaces", "-l", provisioner.OwnerUIDLabel+"="+uid+",!"+provisioner.WorkloadNamespaceLabel, "-o", "jsonpath={.items[*].metadata.name}")
 		ns = strings.TrimSpace(r.Stdout)
 		return r.Err == nil && ns != "", r.Stdout + r.Stderr
+	})
+
+	// first is Shared: its workload namespace is capn's too.
+	var wns string
+	framework.Eventually(t, time.Minute, "first's status.workloadNamespace", func() (bool, string) {
+		wns = k.MustRun(t, "", "get", "nc", "first", "-o", "jsonpath={.status.workloadNamespace}")
+		return wns != "", wns
 	})
 
 	t.Run("cross-tenant credentials", func(t *testing.T) {
@@ -166,10 +175,12 @@ func checkTenantBoundary(t *testing.T, admin, victim framework.Kubectl) {
 			err := ncs.Delete(context.Background(), "first", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 			return err == nil, fmt.Sprint(err)
 		})
-		framework.Eventually(t, 3*time.Minute, "the orphan sweep to delete "+ns, func() (bool, string) {
-			r := admin.Run("", "get", "namespace", ns, "-o", "jsonpath={.status.phase}")
-			return (r.Err != nil && strings.Contains(r.Stderr, "NotFound")) || r.Stdout == "Terminating", r.Stdout + r.Stderr
-		})
+		for _, n := range []string{ns, wns} {
+			framework.Eventually(t, 3*time.Minute, "the orphan sweep to delete "+n, func() (bool, string) {
+				r := admin.Run("", "get", "namespace", n, "-o", "jsonpath={.status.phase}")
+				return (r.Err != nil && strings.Contains(r.Stderr, "NotFound")) || r.Stdout == "Terminating", r.Stdout + r.Stderr
+			})
+		}
 		// The recorder sends Events asynchronously.
 		framework.Eventually(t, time.Minute, "the sweep's OrphanDeleted Event", func() (bool, string) {
 			ev := admin.MustRun(t, "", "get", "events", "-A", "--field-selector=reason=OrphanDeleted", "-o", "jsonpath={.items[*].message}")

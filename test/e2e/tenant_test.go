@@ -88,7 +88,7 @@ func useTenant(t *testing.T, tk framework.Kubectl, user string, mode v1alpha1.Da
 	// and say why it cannot bind. With the Shared data plane they run on
 	// the virtual node.
 	// Shared: only that the kcm made both pods (their running is
-	// DataPlaneOnNode's to check, which is not yet in the suite).
+	// DataPlaneOnNode's to check).
 	want := "Unschedulable"
 	if mode == v1alpha1.DataPlaneShared {
 		want = "web-"
