@@ -4,14 +4,16 @@
 // bind pods to them, creates each bound pod in the tenant's workload
 // namespace on the host (pinned to that node), and writes the host pod's
 // status back to the tenant pod. ConfigMaps, Secrets and service-account
-// tokens the pods need, and the tenant's ClusterIP Services, follow.
+// tokens the pods need, and the tenant's ClusterIP Services, follow; the
+// host's Events about a host pod are mirrored onto its tenant pod.
 //
-// Every loop is level-triggered: informers on both sides, a workqueue and a
-// sync(key) that reads caches, computes what the host or tenant should
-// hold, and writes only a difference. The syncer can stop at any point and
-// converge when it starts again: host objects are found by their
-// deterministic names (names.Host) and checked against the tenant UID they
-// record, so a restart neither duplicates nor orphans anything.
+// Every loop but the Event mirror (events.go) is level-triggered:
+// informers on both sides, a workqueue and a sync(key) that reads caches,
+// computes what the host or tenant should hold, and writes only a
+// difference. The syncer can stop at any point and converge when it
+// starts again: host objects are found by their deterministic names
+// (names.Host) and checked against the tenant UID they record, so a
+// restart neither duplicates nor orphans anything.
 package controller
 
 import (
@@ -72,7 +74,11 @@ type Syncer struct {
 	tenant   informers.SharedInformerFactory
 	host     informers.SharedInformerFactory
 	hostNode informers.SharedInformerFactory
-	recorder record.EventRecorder
+	// hostEvents is started only after the other caches have synced
+	// (startEventMirror) and is not waited for: Events are best-effort.
+	hostEvents informers.SharedInformerFactory
+	mirrored   *mirrorLog
+	recorder   record.EventRecorder
 
 	tenantPods       corelisters.PodLister
 	tenantConfigMaps corelisters.ConfigMapLister
@@ -122,6 +128,8 @@ func New(o Options) *Syncer {
 		}))
 	s.hostNode = informers.NewSharedInformerFactoryWithOptions(o.Host, o.ResyncPeriod,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.HostNodeSelector.String() }))
+	s.hostEvents = newHostEventInformers(o)
+	s.mirrored = newMirrorLog(mirroredEventsSize)
 
 	rl := func(name string) workqueue.TypedRateLimitingInterface[string] {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -198,6 +206,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		return fmt.Errorf("caches did not sync")
 	}
 	logger.Info("caches synced", "workloadNamespace", s.o.WorkloadNamespace)
+	if err := s.startEventMirror(ctx); err != nil {
+		return fmt.Errorf("mirroring host events: %w", err)
+	}
 	if s.o.Synced != nil {
 		s.o.Synced()
 	}
