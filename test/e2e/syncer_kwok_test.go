@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -169,6 +170,96 @@ func TestSyncerOnKwok(t *testing.T) {
 			r := hk.Run("", "get", "configmap", "-n", wl, names.Host("default", "web-config"), "-o", "jsonpath={.data.message}")
 			return r.Stdout == "hello-2", r.Stdout
 		})
+	})
+
+	t.Run("host events mirrored", func(t *testing.T) {
+		hc := opts.Host
+		hostName := hostPods()[0]
+		hp, err := hc.CoreV1().Pods(wl).Get(ctx, hostName, metav1.GetOptions{})
+		require.NoError(t, err)
+		id, ok := names.IdentityOf(hp.Labels, hp.Annotations)
+		require.True(t, ok, "host pod %s records its tenant pod", hostName)
+		tenantUID := tk.MustRun(t, "", "get", "pod", id.Name, "-o", "jsonpath={.metadata.uid}")
+		require.Equal(t, tenantUID, id.UID)
+
+		// An impostor: a host pod claiming the tenant pod's namespace and
+		// name under another UID. The host scheduler cannot place it, so
+		// it gets a real FailedScheduling Event, besides the one made here.
+		impostor, err := hc.CoreV1().Pods(wl).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "impostor", Labels: translate.HostLabels(id.Namespace, "not-"+id.UID, nil),
+				Annotations: map[string]string{names.TenantNameAnnotation: id.Name}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "capn.dev/capn-testserver:dev"}},
+				NodeSelector: map[string]string{"capn.dev/e2e": "nowhere"}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = hc.CoreV1().Pods(wl).Delete(context.Background(), impostor.Name, metav1.DeleteOptions{}) })
+		framework.Eventually(t, time.Minute, "the host scheduler's FailedScheduling on the impostor", func() (bool, string) {
+			r := hk.Run("", "get", "events", "-n", wl, "--field-selector", "involvedObject.name=impostor,reason=FailedScheduling", "-o", "name")
+			return strings.TrimSpace(r.Stdout) != "", r.Stdout + r.Stderr
+		})
+
+		seq := 0
+		hostEvent := func(pod *corev1.Pod, typ, reason, message string) *corev1.Event {
+			seq++
+			now := metav1.Now()
+			ev, err := hc.CoreV1().Events(wl).Create(ctx, &corev1.Event{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.e2e-%d", pod.Name, seq)},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: wl, Name: pod.Name, UID: pod.UID,
+					FieldPath: "spec.containers{web}"},
+				Type: typ, Reason: reason, Message: message, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+				Source: corev1.EventSource{Component: "kubelet", Host: nodes[0]},
+			}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			return ev
+		}
+		// Made first: the informer and the recorder keep order, so once a
+		// later Event shows in the tenant these have been passed over.
+		hostEvent(impostor, corev1.EventTypeWarning, "Failed", "from the impostor")
+		hostEvent(hp, corev1.EventTypeNormal, "Pulled", "Successfully pulled image")
+		failed := hostEvent(hp, corev1.EventTypeWarning, "Failed", `Failed to pull image "capn.dev/capn-testserver:v9": pod `+wl+"/"+hostName+" in "+wl)
+
+		type mirrored struct{ reason, typ, count, message, uid, fieldPath string }
+		tenantEvents := func() []mirrored {
+			out := tk.MustRun(t, "", "get", "events", "--field-selector", "source=capn-syncer,involvedObject.name="+id.Name, "-o",
+				`jsonpath={range .items[*]}{.reason}{"|"}{.type}{"|"}{.count}{"|"}{.message}{"|"}{.involvedObject.uid}{"|"}{.involvedObject.fieldPath}{"\n"}{end}`)
+			var ms []mirrored
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				if f := strings.Split(l, "|"); len(f) == 6 {
+					ms = append(ms, mirrored{f[0], f[1], f[2], f[3], f[4], f[5]})
+				}
+			}
+			return ms
+		}
+		want := mirrored{"Failed", "Warning", "1", `Failed to pull image "capn.dev/capn-testserver:v9": pod ` + id.Namespace + "/" + id.Name + " in " + id.Namespace,
+			id.UID, "spec.containers{web}"}
+		framework.Eventually(t, time.Minute, "the Failed Event mirrored onto "+id.Name, func() (bool, string) {
+			ms := tenantEvents()
+			return len(ms) > 0, fmt.Sprint(ms)
+		})
+		require.Equal(t, []mirrored{want}, tenantEvents(),
+			"only the allow-listed Event about the live pod's host pod, host names rewritten: not Pulled, not the host scheduler's Scheduled, nothing about the impostor")
+
+		// An update that is not a new occurrence is not mirrored; a count
+		// increase is, once. Unhealthy is a marker that comes after both.
+		failed.Annotations = map[string]string{"e2e": "touched"}
+		failed, err = hc.CoreV1().Events(wl).Update(ctx, failed, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		failed.Count, failed.LastTimestamp = 2, metav1.Now()
+		_, err = hc.CoreV1().Events(wl).Update(ctx, failed, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		hostEvent(hp, corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: connection refused")
+		framework.Eventually(t, time.Minute, "the Unhealthy marker mirrored", func() (bool, string) {
+			ms := tenantEvents()
+			return len(ms) == 2, fmt.Sprint(ms)
+		})
+		for _, m := range tenantEvents() {
+			if m.reason == "Failed" {
+				require.Equal(t, "2", m.count, "the tenant Event counts host occurrences, not host updates")
+			}
+		}
+		out := tk.MustRun(t, "", "get", "events", "-A", "--field-selector", "source=capn-syncer", "-o", "jsonpath={.items[*].message}")
+		require.NotContains(t, out, wl, "no mirrored message names the workload namespace")
+		require.NotContains(t, out, "impostor")
 	})
 
 	t.Run("scale follows", func(t *testing.T) {
