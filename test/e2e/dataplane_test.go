@@ -240,6 +240,7 @@ spec:
 				want = "yes"
 			}
 			assert.Equal(t, want, can("create", "pods", other.workloads), "%s's syncer creates pods in %s's workload namespace", tn.name, other.name)
+			assert.Equal(t, want, can("watch", "events", other.workloads), "%s's syncer watches Events in %s's workload namespace (to mirror them)", tn.name, other.name)
 		}
 		assert.Equal(t, "no", strings.TrimSpace(admin.Run("", "auth", "can-i", "get", "secrets", "-n", tn.controlPlane,
 			"--as=system:serviceaccount:"+tn.workloads+":default").Stdout), "a tenant pod's host identity reads control-plane Secrets")
