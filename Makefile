@@ -148,6 +148,23 @@ bench-api: build tools ## nestedclusters through the aggregator against a CRD wi
 bench-api-smoke: ## bench-api with 20 of each op on the management etcd, output under _output/bench-api-smoke (what CI runs).
 	$(MAKE) bench-api API_N=20 API_ETCD=shared API_OUT=$(OUT)/bench-api-smoke
 
+DATAPLANE_RUNS ?= 3
+DATAPLANE_REPLICAS ?= 10
+DATAPLANE_PODS ?= 50
+DATAPLANE_STEADY ?= 2m
+DATAPLANE_OUT ?= $(OUT)/bench-dataplane
+
+.PHONY: bench-dataplane
+bench-dataplane: build tools images ## Shared data plane on a real node: DATAPLANE_RUNS x Deployment(DATAPLANE_REPLICAS) tenant vs direct, status propagation p50/p99, capn-syncer RSS and management requests idle and with DATAPLANE_PODS pods (DATAPLANE_STEADY each); CSVs into DATAPLANE_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_DATAPLANE=1 \
+	CAPN_BENCH_DATAPLANE_RUNS=$(DATAPLANE_RUNS) CAPN_BENCH_DATAPLANE_REPLICAS=$(DATAPLANE_REPLICAS) \
+	CAPN_BENCH_DATAPLANE_PODS=$(DATAPLANE_PODS) CAPN_BENCH_DATAPLANE_STEADY=$(DATAPLANE_STEADY) CAPN_BENCH_OUT=$(DATAPLANE_OUT) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkDataPlane$$' -benchtime 1x -timeout 1h -v ./test/e2e/
+
+.PHONY: bench-dataplane-smoke
+bench-dataplane-smoke: ## bench-dataplane with 1 run of Deployment(3), 10 pods and 20 s windows, output under _output/bench-dataplane-smoke (small enough for CI; not in `make test`).
+	$(MAKE) bench-dataplane DATAPLANE_RUNS=1 DATAPLANE_REPLICAS=3 DATAPLANE_PODS=10 DATAPLANE_STEADY=20s DATAPLANE_OUT=$(OUT)/bench-dataplane-smoke
+
 .PHONY: update
 update: ## Regenerate code in pkg/generated and pkg/apis.
 	hack/update-codegen.sh

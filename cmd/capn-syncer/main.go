@@ -163,6 +163,7 @@ func run(ctx context.Context, o options) error {
 		c.QPS, c.Burst, c.Timeout = float32(o.qps), o.burst, 30*time.Second
 		c.UserAgent = "capn-syncer"
 	}
+	countManagementRequests(hostCfg)
 	if so.Tenant, err = kubernetes.NewForConfig(tenantCfg); err != nil {
 		return err
 	}
@@ -219,8 +220,8 @@ func lead(ctx context.Context, tenant kubernetes.Interface, namespace string, fn
 	return errors.New("lost the capn-syncer lease")
 }
 
-// serveHealth serves /healthz (the process runs) and /readyz (ready) on
-// address until ctx ends.
+// serveHealth serves /healthz (the process runs), /readyz (ready) and
+// /metrics on address until ctx ends.
 func serveHealth(ctx context.Context, address string, ready *atomic.Bool) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
@@ -231,6 +232,7 @@ func serveHealth(ctx context.Context, address string, ready *atomic.Bool) error 
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
+	mux.Handle("/metrics", metricsHandler())
 	l, err := net.Listen("tcp", address)
 	if err != nil {
 		return fmt.Errorf("--health-address: %w", err)
