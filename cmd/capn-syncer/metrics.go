@@ -4,11 +4,11 @@ import (
 	"net/http"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/util/sets"
-	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"capn.dev/capn/pkg/requestmetrics"
 )
 
 // managementRequests is counted at the management client's transport, not
@@ -35,33 +35,9 @@ func registerMetrics() {
 // metric records before it is registered.
 func countManagementRequests(cfg *rest.Config) {
 	registerMetrics()
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countRequests(managementRequests, rt) })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requestmetrics.Count(managementRequests, rt) })
 }
 
 // metricsHandler serves every registered metric, the Go runtime's and the
 // process's (RSS, CPU) included.
 func metricsHandler() http.Handler { return legacyregistry.Handler() }
-
-// requestInfo classifies a request the way the apiserver will: get, list
-// and watch are all GETs on the wire.
-var requestInfo = &apirequest.RequestInfoFactory{
-	APIPrefixes:          sets.NewString("api", "apis"),
-	GrouplessAPIPrefixes: sets.NewString("api"),
-}
-
-// countRequests counts each request sent through rt in c, a failed one
-// included: it was still traffic the apiserver may have served.
-func countRequests(c *metrics.CounterVec, rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		verb, resource := "unknown", ""
-		if info, err := requestInfo.NewRequestInfo(req); err == nil && info.IsResourceRequest {
-			verb, resource = info.Verb, info.Resource
-		}
-		c.WithLabelValues(verb, resource).Inc()
-		return rt.RoundTrip(req)
-	})
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -5,9 +5,6 @@ import (
 	"net/http"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/util/sets"
-	apirequest "k8s.io/apiserver/pkg/endpoints/request"
-
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -16,6 +13,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
 	"capn.dev/capn/pkg/provisioner/builders"
+	"capn.dev/capn/pkg/requestmetrics"
 )
 
 // Metrics on capn-apiserver's /metrics. Writes are counted at the
@@ -85,27 +83,8 @@ func (c countWrites) Delete(ctx context.Context, o builders.Object) error {
 	return c.Management.Delete(ctx, o)
 }
 
-// requestInfo classifies a request the way the apiserver will (get, list
-// and watch are all GETs on the wire).
-var requestInfo = &apirequest.RequestInfoFactory{
-	APIPrefixes:          sets.NewString("api", "apis"),
-	GrouplessAPIPrefixes: sets.NewString("api"),
-}
-
 // countRequests counts every request sent through rt in
-// capn_provisioner_management_requests_total: what the management
-// apiserver saw, whichever code path sent it (cache, informers, leases).
+// capn_provisioner_management_requests_total.
 func countRequests(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		verb, resource := "unknown", ""
-		if info, err := requestInfo.NewRequestInfo(req); err == nil && info.IsResourceRequest {
-			verb, resource = info.Verb, info.Resource
-		}
-		managementRequests.WithLabelValues(verb, resource).Inc()
-		return rt.RoundTrip(req)
-	})
+	return requestmetrics.Count(managementRequests, rt)
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
