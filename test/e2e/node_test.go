@@ -109,6 +109,12 @@ func TestCapnOnNode(t *testing.T) {
 	// One ReplicaSet per Deployment: the restarted provisioner re-rendered
 	// identical templates (same spec hash), so nothing rolled.
 	want := map[string]int{"statefulset.apps": 1, "deployment.apps": 3, "replicaset.apps": 3, "pod": 4}
+	// A Shared cluster (the default at create) also runs its capn-syncer.
+	if mode := k.MustRun(t, "", "get", "nc", "demo", "-o", "jsonpath={.spec.dataPlane.mode}"); mode == "Shared" {
+		want["deployment.apps"]++
+		want["replicaset.apps"]++
+		want["pod"]++
+	}
 	for kind, n := range want {
 		if counts[kind] != n {
 			t.Errorf("after the restart %s has %d %s, want %d:\n%s", mgmtNS, counts[kind], kind, n, objects)
