@@ -170,6 +170,14 @@ func run(ctx context.Context, o options) error {
 	if so.Host, err = kubernetes.NewForConfig(hostCfg); err != nil {
 		return err
 	}
+	// Watches are long requests: the informers' clients have no client-side
+	// timeout (the server ends each watch after its own timeoutSeconds).
+	if so.TenantWatch, err = kubernetes.NewForConfig(withoutTimeout(tenantCfg)); err != nil {
+		return err
+	}
+	if so.HostWatch, err = kubernetes.NewForConfig(withoutTimeout(hostCfg)); err != nil {
+		return err
+	}
 	var ready atomic.Bool
 	so.Synced = func() { ready.Store(true) }
 	if o.healthAddress != "" {
@@ -186,6 +194,12 @@ func run(ctx context.Context, o options) error {
 		ready.Store(false)
 		return controller.New(so).Run(ctx)
 	})
+}
+
+func withoutTimeout(c *rest.Config) *rest.Config {
+	c = rest.CopyConfig(c)
+	c.Timeout = 0
+	return c
 }
 
 // lead runs fn while this replica holds the tenant Lease capn-syncer, and

@@ -49,7 +49,7 @@ const (
 // that factory selects the syncer's own objects by label, and Events
 // carry none.
 func newHostEventInformers(o Options) informers.SharedInformerFactory {
-	return informers.NewSharedInformerFactoryWithOptions(o.Host, 0,
+	return informers.NewSharedInformerFactoryWithOptions(o.HostWatch, 0,
 		informers.WithNamespace(o.WorkloadNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = podEventSelector }),
 		informers.WithTransform(func(obj any) (any, error) {

@@ -45,8 +45,12 @@ import (
 type Options struct {
 	// Tenant is the tenant apiserver; Host the management cluster, where
 	// the syncer may touch only WorkloadNamespace (and read Nodes).
-	Tenant, Host      kubernetes.Interface
-	WorkloadNamespace string
+	Tenant, Host kubernetes.Interface
+	// TenantWatch and HostWatch, if set, are what the informers list and
+	// watch with: clients without the requests' client-side timeout, which
+	// would cut every watch at that age and make the informers re-open it.
+	TenantWatch, HostWatch kubernetes.Interface
+	WorkloadNamespace      string
 	// HostNodeSelector picks the host nodes that get a virtual Node; the
 	// host pods carry it too, so the host scheduler agrees.
 	HostNodeSelector labels.Selector
@@ -116,17 +120,23 @@ func New(o Options) *Syncer {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.TenantWatch == nil {
+		o.TenantWatch = o.Tenant
+	}
+	if o.HostWatch == nil {
+		o.HostWatch = o.Host
+	}
 	o.Pod.WorkloadNamespace = o.WorkloadNamespace
 	s := &Syncer{o: o, now: o.Now}
-	s.tenant = informers.NewSharedInformerFactory(o.Tenant, o.ResyncPeriod)
+	s.tenant = informers.NewSharedInformerFactory(o.TenantWatch, o.ResyncPeriod)
 	// Only the syncer's own objects in its own namespace: its RBAC allows
 	// no more, and nothing else there is its to touch.
-	s.host = informers.NewSharedInformerFactoryWithOptions(o.Host, o.ResyncPeriod,
+	s.host = informers.NewSharedInformerFactoryWithOptions(o.HostWatch, o.ResyncPeriod,
 		informers.WithNamespace(o.WorkloadNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = managedBySelector
 		}))
-	s.hostNode = informers.NewSharedInformerFactoryWithOptions(o.Host, o.ResyncPeriod,
+	s.hostNode = informers.NewSharedInformerFactoryWithOptions(o.HostWatch, o.ResyncPeriod,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = o.HostNodeSelector.String() }))
 	s.hostEvents = newHostEventInformers(o)
 	s.mirrored = newMirrorLog(mirroredEventsSize)
