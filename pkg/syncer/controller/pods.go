@@ -101,6 +101,31 @@ func (s *Syncer) syncPod(ctx context.Context, k string) error {
 	return s.upSync(ctx, tenant, host)
 }
 
+// syncPodStatus up-syncs a running pod's status after its host pod
+// changed, and hands anything else (a host pod gone, replaced or orphaned,
+// a tenant pod deleting) to syncPod. Both may update the same tenant pod
+// at once; the loser's write conflicts and is retried.
+func (s *Syncer) syncPodStatus(ctx context.Context, k string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(k)
+	if err != nil {
+		return nil
+	}
+	tenant, err := s.tenantPods.Pods(ns).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	host, err := s.hostPods.Pods(s.o.WorkloadNamespace).Get(names.Host(ns, name))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if tenant == nil || host == nil || host.Labels[names.TenantUIDLabel] != string(tenant.UID) ||
+		tenant.DeletionTimestamp != nil || isTerminal(tenant) {
+		s.pods.Add(k)
+		return nil
+	}
+	return s.upSync(ctx, tenant, host)
+}
+
 func isTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }

@@ -95,9 +95,13 @@ type Syncer struct {
 	hostServices     corelisters.ServiceLister
 	hostNodes        corelisters.NodeLister
 
-	pods     workqueue.TypedRateLimitingInterface[string]
-	nodes    workqueue.TypedRateLimitingInterface[string]
-	services workqueue.TypedRateLimitingInterface[string]
+	pods workqueue.TypedRateLimitingInterface[string]
+	// podStatus holds the keys of tenant pods whose host pod changed: status
+	// up-sync on its own workers, so that a burst of host-pod creations on
+	// pods does not hold back Ready for pods already running.
+	podStatus workqueue.TypedRateLimitingInterface[string]
+	nodes     workqueue.TypedRateLimitingInterface[string]
+	services  workqueue.TypedRateLimitingInterface[string]
 	// objects holds "configmap/<ns>/<name>" and "secret/<ns>/<name>" keys
 	// of tenant objects whose host copies may need an update, and gcKey.
 	objects workqueue.TypedRateLimitingInterface[string]
@@ -145,7 +149,7 @@ func New(o Options) *Syncer {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
 	}
-	s.pods, s.nodes, s.services, s.objects = rl("pods"), rl("nodes"), rl("services"), rl("objects")
+	s.pods, s.podStatus, s.nodes, s.services, s.objects = rl("pods"), rl("podStatus"), rl("nodes"), rl("services"), rl("objects")
 
 	tp := s.tenant.Core().V1().Pods()
 	tcm := s.tenant.Core().V1().ConfigMaps()
@@ -167,7 +171,7 @@ func New(o Options) *Syncer {
 	handle(tp.Informer(), func(obj any) { s.pods.Add(key(obj)) })
 	handle(hp.Informer(), func(obj any) {
 		if id, ok := identity(obj); ok {
-			s.pods.Add(id.Namespace + "/" + id.Name)
+			s.podStatus.Add(id.Namespace + "/" + id.Name)
 		}
 	})
 	handle(tcm.Informer(), func(obj any) { s.objects.Add("configmap/" + key(obj)) })
@@ -205,7 +209,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	// first when ctx ends, then Run waits for the workers.
 	go func() {
 		<-ctx.Done()
-		for _, q := range []workqueue.TypedRateLimitingInterface[string]{s.pods, s.nodes, s.services, s.objects} {
+		for _, q := range []workqueue.TypedRateLimitingInterface[string]{s.pods, s.podStatus, s.nodes, s.services, s.objects} {
 			q.ShutDown()
 		}
 	}()
@@ -234,6 +238,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	run(s.nodes, s.syncNode)
 	run(s.pods, s.syncPod)
+	run(s.podStatus, s.syncPodStatus)
 	run(s.services, s.syncService)
 	run(s.objects, s.syncObject)
 	// Heartbeats keep the tenant's node lifecycle controller from evicting

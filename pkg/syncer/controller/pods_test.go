@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/syncer/translate"
+)
+
+// statusSyncer is a Syncer with what syncPodStatus reads and writes: the
+// tenant pod shop/web-0 (if tenantUID is set) in a fake tenant apiserver
+// and its listers, and a host pod labelled for hostUID.
+func statusSyncer(t *testing.T, tenantUID, hostUID string) (*Syncer, *fake.Clientset) {
+	t.Helper()
+	tenants := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	hosts := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	client := fake.NewClientset()
+	if tenantUID != "" {
+		tenant := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: types.UID("tenant-" + tenantUID)},
+			Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web"}}},
+			Status:     corev1.PodStatus{Phase: corev1.PodPending},
+		}
+		require.NoError(t, tenants.Add(tenant))
+		client = fake.NewClientset(tenant)
+	}
+	host := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: testWorkloads, Name: names.Host("shop", "web-0"),
+			Labels:      translate.HostLabels("shop", "tenant-"+hostUID, nil),
+			Annotations: map[string]string{names.TenantNameAnnotation: "web-0"},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.7", HostIP: "192.0.2.2"},
+	}
+	require.NoError(t, hosts.Add(host))
+	s := &Syncer{
+		o:          Options{WorkloadNamespace: testWorkloads, Tenant: client},
+		tenantPods: corelisters.NewPodLister(tenants), hostPods: corelisters.NewPodLister(hosts),
+		pods: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+	}
+	t.Cleanup(s.pods.ShutDown)
+	client.ClearActions()
+	return s, client
+}
+
+func TestSyncPodStatusUpSyncsARunningPod(t *testing.T) {
+	s, client := statusSyncer(t, "a", "a")
+	require.NoError(t, s.syncPodStatus(context.Background(), "shop/web-0"))
+	got, err := client.CoreV1().Pods("shop").Get(context.Background(), "web-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, corev1.PodRunning, got.Status.Phase)
+	assert.Equal(t, "10.244.0.7", got.Status.PodIP)
+	assert.Zero(t, s.pods.Len(), "an up-sync is the status queue's own work")
+}
+
+// Anything but an up-sync (creating, failing or deleting) stays syncPod's,
+// so the two queues never both create or delete.
+func TestSyncPodStatusHandsTheRestToSyncPod(t *testing.T) {
+	for name, uids := range map[string][2]string{
+		"host pod of an earlier tenant pod": {"b", "a"},
+		"tenant pod gone":                   {"", "a"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, client := statusSyncer(t, uids[0], uids[1])
+			require.NoError(t, s.syncPodStatus(context.Background(), "shop/web-0"))
+			assert.Empty(t, client.Actions(), "no tenant write")
+			assert.Equal(t, 1, s.pods.Len())
+			k, _ := s.pods.Get()
+			assert.Equal(t, "shop/web-0", k)
+		})
+	}
+}
