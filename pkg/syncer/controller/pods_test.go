@@ -75,7 +75,7 @@ func TestSyncPodStatusHandsTheRestToSyncPod(t *testing.T) {
 			s, client := statusSyncer(t, uids[0], uids[1])
 			require.NoError(t, s.syncPodStatus(context.Background(), "shop/web-0"))
 			assert.Empty(t, client.Actions(), "no tenant write")
-			assert.Equal(t, 1, s.pods.Len())
+			require.Equal(t, 1, s.pods.Len())
 			k, _ := s.pods.Get()
 			assert.Equal(t, "shop/web-0", k)
 		})
