@@ -99,6 +99,11 @@ type dataPlaneTenant struct {
 // /kubeconfig credentials, and checks the management side as the admin.
 func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framework.Node, tenantNames ...string) {
 	var tenants []dataPlaneTenant
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpDataPlane(t, admin, tenants)
+		}
+	})
 	for _, name := range tenantNames {
 		tk := framework.Kubectl{Bin: k.Bin, Kubeconfig: tenantKubeconfig(t, k, "", name, "alice")}
 		wns := k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.status.workloadNamespace}")
@@ -122,7 +127,7 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 		tn.tk.MustRun(t, fmt.Sprintf(dataPlaneApp, tn.name), "apply", "-f", "-")
 	}
 	for _, tn := range tenants {
-		tn.tk.MustRun(t, "", "wait", "-n", "app", "deploy/web", "--for=condition=Available", "--timeout=3m")
+		waitCondition(t, tn, "deployment/web", "Available", "")
 		out := tn.tk.MustRun(t, "", "get", "pods", "-n", "app", "-l", "app=web", "-o",
 			`jsonpath={range .items[*]}{.status.phase}/{.status.podIP}/{.status.conditions[?(@.type=="Ready")].status} {end}`)
 		pods := strings.Fields(out)
@@ -139,7 +144,7 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 		tn.tk.MustRun(t, fmt.Sprintf(dataPlaneClient, ip), "create", "-f", "-")
 	}
 	for _, tn := range tenants {
-		tn.tk.MustRun(t, "", "wait", "-n", "app", "job/client", "--for=condition=Complete", "--timeout=3m")
+		waitCondition(t, tn, "job/client", "Complete", "Failed")
 		msg := tn.tk.MustRun(t, "", "get", "pods", "-n", "app", "-l", "job-name=client", "-o",
 			"jsonpath={.items[0].status.containerStatuses[0].state.terminated.message}")
 		var got struct{ File, Env, Whoami string }
@@ -264,4 +269,39 @@ func hostPodName(t *testing.T, admin framework.Kubectl, a dataPlaneTenant) strin
 	out := strings.Fields(admin.MustRun(t, "", "get", "pods", "-n", a.workloads, "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
 	require.NotEmpty(t, out)
 	return out[0]
+}
+
+// waitCondition waits up to 3 minutes (kubectl's own runs are bounded by
+// one) for condition of obj in the tenant's app namespace, and stops at
+// failed.
+func waitCondition(t *testing.T, tn dataPlaneTenant, obj, condition, failed string) {
+	t.Helper()
+	framework.Eventually(t, 3*time.Minute, tn.name+": "+obj+" "+condition, func() (bool, string) {
+		r := tn.tk.Run("", "get", "-n", "app", obj, "-o", `jsonpath={range .status.conditions[*]}{.type}={.status} {end}`)
+		if failed != "" && strings.Contains(" "+r.Stdout, " "+failed+"=True") {
+			t.Fatalf("%s: %s is %s: %s", tn.name, obj, failed, r.Stdout)
+		}
+		return r.Err == nil && strings.Contains(" "+r.Stdout, " "+condition+"=True"), r.Stdout + r.Stderr
+	})
+}
+
+// dumpDataPlane logs both sides of each tenant's data plane.
+func dumpDataPlane(t *testing.T, admin framework.Kubectl, tenants []dataPlaneTenant) {
+	for _, tn := range tenants {
+		for _, args := range [][]string{
+			{"get", "nodes,pods,services,endpointslices", "-A", "-o", "wide"},
+			{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		} {
+			r := tn.tk.Run("", args...)
+			t.Logf("%s tenant: kubectl %s:\n%s%s", tn.name, strings.Join(args, " "), r.Stdout, r.Stderr)
+		}
+		for _, args := range [][]string{
+			{"get", "pods,services,configmaps,secrets,resourcequota", "-n", tn.workloads, "-o", "wide"},
+			{"get", "events", "-n", tn.workloads, "--sort-by=.lastTimestamp"},
+			{"logs", "-n", tn.controlPlane, "-l", v1alpha1.ComponentLabel + "=" + v1alpha1.ComponentSyncer, "--tail=100"},
+		} {
+			r := admin.Run("", args...)
+			t.Logf("%s host: kubectl %s:\n%s%s", tn.name, strings.Join(args, " "), r.Stdout, r.Stderr)
+		}
+	}
 }
