@@ -7,6 +7,7 @@ package requestmetrics
 import (
 	"net/http"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/sets"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/component-base/metrics"
@@ -23,16 +24,26 @@ var requestInfo = &apirequest.RequestInfoFactory{
 // resource), a failed one included: it was still traffic the apiserver
 // may have served.
 func Count(c *metrics.CounterVec, rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		verb, resource := "unknown", ""
-		if info, err := requestInfo.NewRequestInfo(req); err == nil && info.IsResourceRequest {
-			verb, resource = info.Verb, info.Resource
-		}
-		c.WithLabelValues(verb, resource).Inc()
-		return rt.RoundTrip(req)
-	})
+	return &counter{c: c, rt: rt}
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
+// counter is a RoundTripperWrapper so that client-go finds the transport
+// beneath to cancel a timed-out request (else it logs "unable to cancel
+// request" and leaves it running).
+type counter struct {
+	c  *metrics.CounterVec
+	rt http.RoundTripper
+}
 
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (t *counter) RoundTrip(req *http.Request) (*http.Response, error) {
+	verb, resource := "unknown", ""
+	if info, err := requestInfo.NewRequestInfo(req); err == nil && info.IsResourceRequest {
+		verb, resource = info.Verb, info.Resource
+	}
+	t.c.WithLabelValues(verb, resource).Inc()
+	return t.rt.RoundTrip(req)
+}
+
+func (t *counter) WrappedRoundTripper() http.RoundTripper { return t.rt }
+
+var _ utilnet.RoundTripperWrapper = &counter{}
