@@ -99,11 +99,13 @@ type dataPlaneTenant struct {
 // /kubeconfig credentials, and checks the management side as the admin.
 func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framework.Node, tenantNames ...string) {
 	var tenants []dataPlaneTenant
-	t.Cleanup(func() {
+	// Deferred, not a Cleanup: the tenant kubeconfigs live in temporary
+	// directories whose own cleanups run first.
+	defer func() {
 		if t.Failed() {
 			dumpDataPlane(t, admin, tenants)
 		}
-	})
+	}()
 	for _, name := range tenantNames {
 		tk := framework.Kubectl{Bin: k.Bin, Kubeconfig: tenantKubeconfig(t, k, "", name, "alice")}
 		wns := k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.status.workloadNamespace}")
@@ -291,6 +293,7 @@ func dumpDataPlane(t *testing.T, admin framework.Kubectl, tenants []dataPlaneTen
 		for _, args := range [][]string{
 			{"get", "nodes,pods,services,endpointslices", "-A", "-o", "wide"},
 			{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+			{"get", "pods", "-n", "app", "-o", "yaml"},
 		} {
 			r := tn.tk.Run("", args...)
 			t.Logf("%s tenant: kubectl %s:\n%s%s", tn.name, strings.Join(args, " "), r.Stdout, r.Stderr)

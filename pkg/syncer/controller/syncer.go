@@ -261,7 +261,13 @@ func work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], s
 		}
 		err := sync(ctx, k)
 		if err != nil {
-			klog.FromContext(ctx).V(2).Info("sync failed, retrying", "key", k, "err", err)
+			// The first failures are routine (a conflict, a cache behind);
+			// one that persists is what an operator needs to see.
+			if q.NumRequeues(k) < 3 {
+				klog.FromContext(ctx).V(2).Info("Sync failed, retrying", "key", k, "err", err)
+			} else {
+				klog.FromContext(ctx).Error(err, "Sync failed, retrying", "key", k, "retries", q.NumRequeues(k))
+			}
 			q.AddRateLimited(k)
 		} else {
 			q.Forget(k)
