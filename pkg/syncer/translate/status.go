@@ -20,8 +20,14 @@ const ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
 // kubelet would: containers ready and every gate True.
 func Status(tenant, host *corev1.Pod) corev1.PodStatus {
 	out := *host.Status.DeepCopy()
-	// The tenant's own generation, not the host's.
+	// The tenant's own generation, not the host's. The QoS class is the
+	// tenant apiserver's, from the tenant spec, and immutable: the host
+	// pod's can differ (the workload namespace's LimitRange fills in
+	// requests), and writing it would make every up-sync invalid. The
+	// nominated node is the tenant scheduler's.
 	out.ObservedGeneration = tenant.Status.ObservedGeneration
+	out.QOSClass = tenant.Status.QOSClass
+	out.NominatedNodeName = tenant.Status.NominatedNodeName
 	gates := make([]corev1.PodConditionType, 0, len(tenant.Spec.ReadinessGates))
 	for _, g := range tenant.Spec.ReadinessGates {
 		gates = append(gates, g.ConditionType)

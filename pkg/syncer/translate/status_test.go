@@ -109,3 +109,15 @@ func TestTokenRefreshAt(t *testing.T) {
 	assert.Equal(t, int64(3600), TokenExpirationSeconds(3607), "the kubelet's default would be extended to a year")
 	assert.Equal(t, int64(600), TokenExpirationSeconds(600))
 }
+
+// The host pod is Burstable where the workload namespace's LimitRange
+// filled in requests; the tenant pod stays BestEffort (immutable there).
+func TestStatusKeepsTheTenantsQOSClass(t *testing.T) {
+	tenant := &corev1.Pod{Status: corev1.PodStatus{QOSClass: corev1.PodQOSBestEffort, NominatedNodeName: "vn-1"}}
+	host := hostRunning()
+	host.Status.QOSClass = corev1.PodQOSBurstable
+	host.Status.NominatedNodeName = "host-node-7"
+	got := Status(tenant, host)
+	assert.Equal(t, corev1.PodQOSBestEffort, got.QOSClass)
+	assert.Equal(t, "vn-1", got.NominatedNodeName)
+}
