@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -121,10 +123,18 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		!equality.Semantic.DeepEqual(cur.Status.Conditions, want.Status.Conditions) ||
 		!equality.Semantic.DeepEqual(cur.Status.Addresses, want.Status.Addresses) ||
 		cur.Status.NodeInfo != want.Status.NodeInfo {
-		upd := cur.DeepCopy()
-		upd.Status.Capacity, upd.Status.Allocatable = want.Status.Capacity, want.Status.Allocatable
-		upd.Status.Conditions, upd.Status.Addresses, upd.Status.NodeInfo = want.Status.Conditions, want.Status.Addresses, want.Status.NodeInfo
-		_, err = nodes.UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+		// A merge patch of what the syncer owns, without a resourceVersion:
+		// the host kubelet's heartbeat moves these every few seconds, and the
+		// tenant's node controllers write the same Node, so an update from
+		// the cache conflicted again and again.
+		patch, err := json.Marshal(map[string]any{"status": map[string]any{
+			"capacity": want.Status.Capacity, "allocatable": want.Status.Allocatable,
+			"conditions": want.Status.Conditions, "addresses": want.Status.Addresses, "nodeInfo": want.Status.NodeInfo,
+		}})
+		if err != nil {
+			return err
+		}
+		_, err = nodes.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}, "status")
 		return err
 	}
 	return nil
