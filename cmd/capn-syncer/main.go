@@ -52,6 +52,7 @@ type options struct {
 	leaderElect                      bool
 	leaderElectNamespace             string
 	healthAddress                    string
+	webhookBind, webhookAdvertise    string
 }
 
 func main() {
@@ -74,6 +75,8 @@ func main() {
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Sync from one replica only, elected through the Lease capn-syncer in --leader-elect-namespace of the tenant.")
 	flag.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", metav1.NamespaceSystem, "Tenant namespace of the leader-election Lease.")
 	flag.StringVar(&o.healthAddress, "health-address", "", "host:port serving /healthz and /readyz over HTTP; empty serves none. /readyz is ok once this replica syncs (caches synced) or stands by as a non-leader.")
+	flag.StringVar(&o.webhookBind, "webhook-bind-address", ":10271", "host:port of the HTTPS server for the tenant's Service admission webhook.")
+	flag.StringVar(&o.webhookAdvertise, "webhook-advertise-address", "", "host:port the tenant apiserver calls the Service webhook at (the leader registers it in the tenant); empty: no webhook, tenant Services keep the tenant's own ClusterIP allocation.")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -117,7 +120,13 @@ func (o options) syncerOptions() (controller.Options, error) {
 	if net.ParseIP(o.nameserver) == nil {
 		return so, fmt.Errorf("--tenant-nameserver %q is not an IP address", o.nameserver)
 	}
+	if o.webhookAdvertise != "" {
+		if _, _, err := net.SplitHostPort(o.webhookAdvertise); err != nil {
+			return so, fmt.Errorf("--webhook-advertise-address: %w", err)
+		}
+	}
 	so = controller.Options{
+		Webhook:           controller.WebhookOptions{BindAddress: o.webhookBind, AdvertiseAddress: o.webhookAdvertise},
 		WorkloadNamespace: o.workloadNamespace,
 		HostNodeSelector:  sel,
 		HostTolerations:   tols,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +101,12 @@ func TestSyncerOnKwok(t *testing.T) {
 		cfg.QPS, cfg.Burst = 50, 100
 		return kubernetes.NewForConfigOrDie(cfg)
 	}
+	// The tenant apiserver runs on this machine: it calls the Service
+	// webhook on loopback.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	webhookAddr := l.Addr().String()
+	require.NoError(t, l.Close())
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	opts := controller.Options{
 		Tenant: clients(tenant.AdminKubeconfig), Host: clients(host.AdminKubeconfig),
@@ -107,6 +114,7 @@ func TestSyncerOnKwok(t *testing.T) {
 		HostNodeSelector:  labels.SelectorFromSet(labels.Set{"type": "kwok"}),
 		HostTolerations:   []corev1.Toleration{{Key: framework.FakeNodeTaint.Key, Operator: corev1.TolerationOpExists}},
 		Pod:               translate.Context{APIServerHost: h, APIServerPort: int32(port), Nameserver: "127.0.0.1", DNSDomain: "cluster.local", Level: api.LevelBaseline},
+		Webhook:           controller.WebhookOptions{BindAddress: webhookAddr, AdvertiseAddress: webhookAddr},
 	}
 	start := func() (stop func()) {
 		c, cancelRun := context.WithCancel(ctx)
@@ -162,6 +170,59 @@ func TestSyncerOnKwok(t *testing.T) {
 			r := hk.Run("", "get", "service", "-n", wl, names.Host("default", "web"), "-o", "jsonpath={.spec.clusterIP}")
 			return r.Stdout == tip, r.Stdout + r.Stderr
 		})
+	})
+
+	t.Run("service webhook", func(t *testing.T) {
+		framework.Eventually(t, time.Minute, "the syncer's webhook registered in the tenant", func() (bool, string) {
+			r := tk.Run("", "get", "mutatingwebhookconfiguration", controller.WebhookConfigurationName, "-o", "jsonpath={.webhooks[0].clientConfig.url}")
+			return r.Stdout == "https://"+webhookAddr+controller.ServiceWebhookPath, r.Stdout + r.Stderr
+		})
+		svc := func(name, clusterIP string) string {
+			return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: %s}\nspec: {clusterIP: %q, selector: {app: %s}, ports: [{port: 80}]}\n", name, clusterIP, name)
+		}
+		// The host gives the IP: the tenant object holds what the host
+		// Service holds, from the create on.
+		tk.MustRun(t, svc("alloc", ""), "create", "-f", "-")
+		tip := tk.MustRun(t, "", "get", "service", "alloc", "-o", "jsonpath={.spec.clusterIP}")
+		var hip string
+		uid := tk.MustRun(t, "", "get", "service", "alloc", "-o", "jsonpath={.metadata.uid}")
+		framework.Eventually(t, 30*time.Second, "the host Service adopted by the tenant Service", func() (bool, string) {
+			hip = hk.MustRun(t, "", "get", "service", "-n", wl, names.Host("default", "alloc"), "-o", "jsonpath={.spec.clusterIP} {.metadata.labels.capn\\.dev/tenant-uid}")
+			return hip == tip+" "+uid, hip
+		})
+
+		// An IP the host has given to someone else: refused at create,
+		// on the field, and nothing is stored on either side.
+		hk.MustRun(t, "", "create", "namespace", "other")
+		hk.MustRun(t, "apiVersion: v1\nkind: Service\nmetadata: {name: taken, namespace: other}\nspec: {selector: {a: b}, ports: [{port: 80}]}\n", "create", "-f", "-")
+		taken := hk.MustRun(t, "", "get", "service", "-n", "other", "taken", "-o", "jsonpath={.spec.clusterIP}")
+		errOut := tk.MustFail(t, svc("clash", taken), "create", "-f", "-")
+		assert.Contains(t, errOut, "is invalid")
+		assert.Contains(t, errOut, "spec.clusterIP")
+		assert.Contains(t, tk.Run("", "get", "service", "clash").Stderr, "NotFound")
+		assert.Contains(t, hk.Run("", "get", "service", "-n", wl, names.Host("default", "clash")).Stderr, "NotFound")
+
+		// NodePort is refused at create, with the reason.
+		errOut = tk.MustFail(t, "apiVersion: v1\nkind: Service\nmetadata: {name: np}\nspec: {type: NodePort, selector: {a: b}, ports: [{port: 80}]}\n", "create", "-f", "-")
+		assert.Contains(t, errOut, "spec.type")
+
+		// A dry run touches nothing on the host.
+		tk.MustRun(t, svc("dry", ""), "create", "--dry-run=server", "-f", "-")
+		assert.Contains(t, hk.Run("", "get", "service", "-n", wl, names.Host("default", "dry")).Stderr, "NotFound")
+
+		// The tenant refuses the create after the webhook allocated (its
+		// own quota): the host Service made for it is collected.
+		tk.MustRun(t, "", "create", "namespace", "full")
+		tk.MustRun(t, "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: full}\nspec: {hard: {services: \"0\"}}\n", "create", "-f", "-")
+		framework.Eventually(t, 30*time.Second, "the tenant quota refuses a Service", func() (bool, string) {
+			r := tk.Run(svc("over", ""), "create", "-n", "full", "-f", "-")
+			return r.Err != nil && strings.Contains(r.Stderr, "exceeded quota"), r.Stdout + r.Stderr
+		})
+		framework.Eventually(t, 2*time.Minute, "the host Service of the refused create collected", func() (bool, string) {
+			r := hk.Run("", "get", "service", "-n", wl, names.Host("full", "over"))
+			return strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr
+		})
+		tk.MustRun(t, "", "delete", "service", "alloc")
 	})
 
 	t.Run("configmap update follows", func(t *testing.T) {

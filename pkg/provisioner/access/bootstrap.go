@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -72,6 +73,12 @@ func TenantSyncerRules() []*rbacac.PolicyRuleApplyConfiguration {
 		rule("", []string{"events"}, "create", "patch", "update"),
 		rule("events.k8s.io", []string{"events"}, "create", "patch", "update"),
 		rule("coordination.k8s.io", []string{"leases"}, append(read, "create", "update", "patch")...),
+		// The Service webhook's configuration, which the leader points at
+		// itself: every verb but create by name (the informer watches
+		// with a metadata.name field selector), create as RBAC allows it.
+		rule("admissionregistration.k8s.io", []string{"mutatingwebhookconfigurations"}, "create"),
+		rule("admissionregistration.k8s.io", []string{"mutatingwebhookconfigurations"}, append(read, "update", "patch")...).
+			WithResourceNames(v1alpha1.ComponentSyncer),
 	}
 }
 

@@ -44,8 +44,13 @@ type DataPlane struct {
 // DefaultSyncerImage is the image `make images` builds.
 const DefaultSyncerImage = "capn.dev/capn-syncer:dev"
 
-// syncerHealthPort serves the syncer's /healthz and /readyz.
-const syncerHealthPort = 10270
+// syncerHealthPort serves the syncer's /healthz and /readyz;
+// syncerWebhookPort the tenant's Service admission webhook (HTTPS, called
+// by the tenant apiserver at the leader's pod IP).
+const (
+	syncerHealthPort  = 10270
+	syncerWebhookPort = 10271
+)
 
 // DefaultWorkloadQuota is the workload namespace's quota when the
 // provider sets none: room for a small team's workloads.
@@ -104,16 +109,18 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		host = provisioner.APIServerName + "." + provisioner.NamespaceOf(nc, p.Addresses()) + ".svc"
 	}
 	flags := map[string]string{
-		"tenant-kubeconfig":        profiles.PKIDir + "/" + profiles.FileKubeconfig,
-		"workload-namespace":       provisioner.WorkloadNamespace(nc),
-		"tenant-apiserver-address": host + ":" + strconv.Itoa(int(port)),
-		"tenant-dns-domain":        nc.Spec.ClusterNetwork.DNSDomain,
-		"tenant-pod-security":      level,
-		"host-node-selector":       hostNodeSelector(dp.NodeSelector, nc.Spec.DataPlane.NodeSelector),
-		"host-tolerations":         strings.Join(dp.Tolerations, ","),
-		"allowed-runtime-classes":  strings.Join(dp.RuntimeClasses, ","),
-		"leader-elect":             "true",
-		"health-address":           ":" + strconv.Itoa(syncerHealthPort),
+		"tenant-kubeconfig":         profiles.PKIDir + "/" + profiles.FileKubeconfig,
+		"workload-namespace":        provisioner.WorkloadNamespace(nc),
+		"tenant-apiserver-address":  host + ":" + strconv.Itoa(int(port)),
+		"tenant-dns-domain":         nc.Spec.ClusterNetwork.DNSDomain,
+		"tenant-pod-security":       level,
+		"host-node-selector":        hostNodeSelector(dp.NodeSelector, nc.Spec.DataPlane.NodeSelector),
+		"host-tolerations":          strings.Join(dp.Tolerations, ","),
+		"allowed-runtime-classes":   strings.Join(dp.RuntimeClasses, ","),
+		"leader-elect":              "true",
+		"health-address":            ":" + strconv.Itoa(syncerHealthPort),
+		"webhook-bind-address":      ":" + strconv.Itoa(syncerWebhookPort),
+		"webhook-advertise-address": "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerWebhookPort),
 	}
 	maps.Copy(flags, nc.Spec.Syncer.ExtraArgs) // validation refused owned flags
 	var args []string
@@ -125,7 +132,7 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		Image:          image,
 		Command:        []string{component},
 		Args:           args,
-		Ports:          []corev1.ContainerPort{tcpPort("health", syncerHealthPort)},
+		Ports:          []corev1.ContainerPort{tcpPort("health", syncerHealthPort), tcpPort("webhook", syncerWebhookPort)},
 		ReadinessProbe: httpProbe("/readyz", syncerHealthPort, 2, 3),
 		LivenessProbe:  httpProbe("/healthz", syncerHealthPort, 10, 6),
 		VolumeMounts:   []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
@@ -169,11 +176,16 @@ func hostNodeSelector(provider, tenant map[string]string) string {
 // namespace) and to the management apiserver, whose address differs
 // between clusters (NetworkPolicy sees it after the kubernetes Service is
 // translated, at a node or control-plane address), so that rule is by
-// port: 443 and 6443. Nothing needs to reach it but the kubelet's probes.
+// port: 443 and 6443. Only the tenant apiserver reaches it, at the
+// Service webhook (and the kubelet's probes, which policy does not see).
 func syncerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
 	return networkPolicy(objectMeta(nc, p, NetworkPolicySyncer, v1alpha1.ComponentSyncer), networkingv1.NetworkPolicySpec{
 		PodSelector: podSelector(nc, v1alpha1.ComponentSyncer),
 		PolicyTypes: bothPolicyTypes,
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From:  []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)},
+			Ports: tcpPorts(syncerWebhookPort),
+		}},
 		Egress: []networkingv1.NetworkPolicyEgressRule{
 			{To: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.APIServerPort)},
 			{Ports: tcpPorts(443, 6443)},

@@ -133,8 +133,11 @@ func (s *Syncer) copySecret(ctx context.Context, t *corev1.Secret) error {
 // syncObject keeps an existing host copy of a tenant ConfigMap or Secret up
 // to date (copies are made when a pod needs them), or collects garbage.
 func (s *Syncer) syncObject(ctx context.Context, k string) error {
-	if k == gcKey {
+	switch k {
+	case gcKey:
 		return s.collect(ctx)
+	case webhookKey:
+		return s.syncWebhook(ctx)
 	}
 	kind, rest, _ := strings.Cut(k, "/")
 	ns, name, _ := strings.Cut(rest, "/")

@@ -56,6 +56,19 @@ func (s *Syncer) syncService(ctx context.Context, k string) error {
 		}
 		want = w
 	}
+	if cur != nil && cur.Labels[names.TenantUIDLabel] == "" {
+		// The webhook allocated it for a create that may still land.
+		if want != nil && cur.Spec.ClusterIP == want.Spec.ClusterIP {
+			upd := cur.DeepCopy()
+			upd.Labels = want.Labels
+			_, err := client.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+			return err
+		}
+		if age := s.now().Sub(cur.CreationTimestamp.Time); age < pendingServiceGrace {
+			s.services.AddAfter(k, pendingServiceGrace-age)
+			return nil
+		}
+	}
 	if cur != nil && (want == nil || cur.Labels[names.TenantUIDLabel] != string(tenant.UID) || cur.Spec.ClusterIP != want.Spec.ClusterIP) {
 		// Gone, replaced, or its ClusterIP (immutable) changed.
 		err := client.Delete(ctx, cur.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
@@ -71,8 +84,14 @@ func (s *Syncer) syncService(ctx context.Context, k string) error {
 		return nil
 	}
 	if cur == nil {
+		// Without the webhook (a Service from before it, or made while it
+		// was off) the host is asked for the tenant's IP, which it may have
+		// given away.
 		_, err := client.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
-		if apierrors.IsInvalid(err) || (apierrors.IsAlreadyExists(err) && want.Spec.ClusterIP != "") {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("service %s: not in the cache yet", hostName)
+		}
+		if apierrors.IsInvalid(err) {
 			s.recorder.Eventf(tenant, corev1.EventTypeWarning, ReasonClusterIPConflict, "the management cluster cannot give this Service its ClusterIP %s", want.Spec.ClusterIP)
 		}
 		return err

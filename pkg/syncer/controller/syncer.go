@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -69,15 +71,20 @@ type Options struct {
 	Now func() time.Time
 	// Synced, if set, is called once the caches have synced.
 	Synced func()
+	// Webhook, if set, serves the tenant's Service admission (ClusterIPs
+	// allocated on the host) and registers it in the tenant.
+	Webhook WebhookOptions
 }
 
 // Syncer is one tenant's syncer.
 type Syncer struct {
-	o        Options
-	now      func() time.Time
-	tenant   informers.SharedInformerFactory
-	host     informers.SharedInformerFactory
-	hostNode informers.SharedInformerFactory
+	o      Options
+	now    func() time.Time
+	tenant informers.SharedInformerFactory
+	// tenantHook watches the one webhook configuration that is the syncer's.
+	tenantHook informers.SharedInformerFactory
+	host       informers.SharedInformerFactory
+	hostNode   informers.SharedInformerFactory
 	// hostEvents is started only after the other caches have synced
 	// (startEventMirror) and is not waited for: Events are best-effort.
 	hostEvents informers.SharedInformerFactory
@@ -94,6 +101,9 @@ type Syncer struct {
 	hostSecrets      corelisters.SecretLister
 	hostServices     corelisters.ServiceLister
 	hostNodes        corelisters.NodeLister
+	tenantWebhooks   admissionlisters.MutatingWebhookConfigurationLister
+	// webhookCA is the Service webhook's CA certificate (PEM).
+	webhookCA []byte
 
 	pods workqueue.TypedRateLimitingInterface[string]
 	// podStatus holds the keys of tenant pods whose host pod changed: status
@@ -103,7 +113,8 @@ type Syncer struct {
 	nodes     workqueue.TypedRateLimitingInterface[string]
 	services  workqueue.TypedRateLimitingInterface[string]
 	// objects holds "configmap/<ns>/<name>" and "secret/<ns>/<name>" keys
-	// of tenant objects whose host copies may need an update, and gcKey.
+	// of tenant objects whose host copies may need an update, gcKey and
+	// webhookKey.
 	objects workqueue.TypedRateLimitingInterface[string]
 
 	synced []cache.InformerSynced
@@ -187,11 +198,26 @@ func New(o Options) *Syncer {
 		}
 	})
 	handle(tsvc.Informer(), func(obj any) { s.services.Add(key(obj)) })
+	// By namespace and name, not identity(): a host Service the webhook
+	// made has no tenant UID until syncService adopts it.
 	handle(hsvc.Informer(), func(obj any) {
-		if id, ok := identity(obj); ok {
-			s.services.Add(id.Namespace + "/" + id.Name)
+		if m, ok := obj.(metav1.Object); ok {
+			ns, name := m.GetLabels()[names.TenantNamespaceLabel], m.GetAnnotations()[names.TenantNameAnnotation]
+			if ns != "" && name != "" {
+				s.services.Add(ns + "/" + name)
+			}
 		}
 	})
+	if o.Webhook.enabled() {
+		s.tenantHook = informers.NewSharedInformerFactoryWithOptions(o.Tenant, o.ResyncPeriod,
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+				lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", WebhookConfigurationName).String()
+			}))
+		hooks := s.tenantHook.Admissionregistration().V1().MutatingWebhookConfigurations()
+		s.tenantWebhooks = hooks.Lister()
+		s.synced = append(s.synced, hooks.Informer().HasSynced)
+		handle(hooks.Informer(), func(any) { s.objects.Add(webhookKey) })
+	}
 	handle(hn.Informer(), func(obj any) { s.nodes.Add(key(obj)) })
 	handle(tn.Informer(), func(obj any) { s.nodes.Add(key(obj)) })
 
@@ -213,6 +239,13 @@ func (s *Syncer) Run(ctx context.Context) error {
 			q.ShutDown()
 		}
 	}()
+	if s.o.Webhook.enabled() {
+		if err := s.serveWebhook(ctx); err != nil {
+			return err
+		}
+		s.tenantHook.Start(ctx.Done())
+		s.objects.Add(webhookKey)
+	}
 	s.tenant.Start(ctx.Done())
 	s.host.Start(ctx.Done())
 	s.hostNode.Start(ctx.Done())

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -100,4 +101,38 @@ func HostService(tenant *corev1.Service, workloadNamespace string) (*corev1.Serv
 		host.Spec.ClusterIPs = []string{host.Spec.ClusterIP}
 	}
 	return host, nil
+}
+
+// AdmitService decides, as the tenant apiserver admits a new Service,
+// whether the Service takes its ClusterIP from the host (allocate), so
+// that the tenant and host Services share it by construction rather than
+// by the luck of two allocators, or is refused (what HostService
+// refuses, as the create's error rather than an Event afterwards).
+// default/kubernetes is the management cluster's own first IP (the tenant
+// apiserver runs --endpoint-reconciler-type=none); ExternalName and
+// headless Services hold no IP; a generateName create has no name yet, so
+// no host name: those keep the tenant's allocation and the host Service
+// asks for it afterwards.
+func AdmitService(svc *corev1.Service) (allocate bool, errs field.ErrorList) {
+	if svc.Namespace == metav1.NamespaceDefault && svc.Name == "kubernetes" {
+		return false, nil
+	}
+	host, errs := HostService(svc, "")
+	if len(errs) > 0 || host == nil {
+		return false, errs
+	}
+	return svc.Name != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone, nil
+}
+
+// ClusterIPPatch is the JSON patch (RFC 6902) that gives a tenant Service
+// the ClusterIP its host Service holds; "add" replaces a member that is
+// already there.
+func ClusterIPPatch(ip string) []byte {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	b, _ := json.Marshal([]op{{"add", "/spec/clusterIP", ip}, {"add", "/spec/clusterIPs", []string{ip}}})
+	return b
 }

@@ -1,10 +1,12 @@
 package translate
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,4 +78,59 @@ func TestHostServiceWithoutSelector(t *testing.T) {
 	require.Empty(t, errs)
 	assert.Nil(t, host.Spec.Selector, "a selector-less tenant Service must not select every synced pod of its namespace")
 	assert.Nil(t, host.Spec.ClusterIPs)
+}
+
+func TestAdmitService(t *testing.T) {
+	svc := func(ns, name string, spec corev1.ServiceSpec) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	}
+	ports := []corev1.ServicePort{{Port: 80}}
+	cases := []struct {
+		name     string
+		svc      *corev1.Service
+		allocate bool
+		refused  string
+	}{
+		{"cluster IP", svc("a", "web", corev1.ServiceSpec{Ports: ports}), true, ""},
+		{"explicit type and IP", svc("a", "web", corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: ports}), true, ""},
+		{"the tenant apiserver's own", svc("default", "kubernetes", corev1.ServiceSpec{Ports: ports}), false, ""},
+		{"kubernetes elsewhere is a tenant's", svc("a", "kubernetes", corev1.ServiceSpec{Ports: ports}), true, ""},
+		{"headless", svc("a", "db", corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}), false, ""},
+		{"external name", svc("a", "ext", corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}), false, ""},
+		{"generated name", svc("a", "", corev1.ServiceSpec{Ports: ports}), false, ""},
+		{"node port", svc("a", "np", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: ports}), false, "spec.type"},
+		{"load balancer", svc("a", "lb", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports}), false, "spec.type"},
+		{"external IPs", svc("a", "x", corev1.ServiceSpec{ExternalIPs: []string{"192.0.2.1"}, Ports: ports}), false, "spec.externalIPs"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			allocate, errs := AdmitService(c.svc)
+			assert.Equal(t, c.allocate, allocate)
+			if c.refused == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			require.Len(t, errs, 1)
+			assert.Equal(t, c.refused, errs[0].Field)
+		})
+	}
+}
+
+func TestClusterIPPatchSetsBothFields(t *testing.T) {
+	for _, spec := range []corev1.ServiceSpec{
+		{Ports: []corev1.ServicePort{{Port: 80}}},
+		{ClusterIP: "10.96.0.9", ClusterIPs: []string{"10.96.0.9"}},
+	} {
+		doc, err := json.Marshal(corev1.Service{Spec: spec})
+		require.NoError(t, err)
+		p, err := jsonpatch.DecodePatch(ClusterIPPatch("10.96.7.7"))
+		require.NoError(t, err)
+		out, err := p.Apply(doc)
+		require.NoError(t, err)
+		var got corev1.Service
+		require.NoError(t, json.Unmarshal(out, &got))
+		assert.Equal(t, "10.96.7.7", got.Spec.ClusterIP)
+		assert.Equal(t, []string{"10.96.7.7"}, got.Spec.ClusterIPs)
+		assert.Equal(t, spec.Ports, got.Spec.Ports)
+	}
 }

@@ -121,8 +121,16 @@ var OwnedFlags = map[string]map[string]string{
 		"max-termination-grace-period": whySyncerScope,
 		"leader-elect":                 whyLeaderElect,
 		"leader-elect-namespace":       whyLeaderElect,
+		"health-address":               "capn's probes read it",
+		"webhook-bind-address":         whySyncerWebhook,
+		"webhook-advertise-address":    whySyncerWebhook,
 	},
 }
+
+// whySyncerWebhook: the tenant apiserver calls the syncer's Service
+// webhook at the pod address capn sets, and the NetworkPolicy admits
+// exactly that port.
+const whySyncerWebhook = "capn sets where the tenant apiserver calls the syncer's Service webhook"
 
 // OwnedFlag reports whether flag (without leading dashes) is set by capn for
 // component ("kube-apiserver", "kube-controller-manager", "kube-scheduler"),
