@@ -158,7 +158,7 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 
 	a := tenants[0]
 	hostPods := func(tn dataPlaneTenant) []string {
-		out := admin.MustRun(t, "", "get", "pods", "-n", tn.workloads, "-l", "app=web", "-o",
+		out := admin.MustRun(t, "", "get", "pods", "-n", tn.workloads, "-l", appWebHost, "-o",
 			"jsonpath={range .items[?(@.metadata.deletionTimestamp)]}deleting {end}{range .items[*]}{.metadata.annotations.capn\\.dev/tenant-name} {end}")
 		return strings.Fields(out)
 	}
@@ -265,10 +265,15 @@ spec:
 	t.Logf("numbers: data plane: %s and %s ran the same app with the same names apart", tenants[0].name, tenants[1].name)
 }
 
+// appWebHost selects the host pods of the app namespace's web pods: the
+// workload namespace also holds other tenant namespaces' pods (the
+// tenant-boundary checks run a web Deployment in "work").
+var appWebHost = "app=web," + names.TenantNamespaceLabel + "=app"
+
 // hostPodName is one of a's host pods for app=web.
 func hostPodName(t *testing.T, admin framework.Kubectl, a dataPlaneTenant) string {
 	t.Helper()
-	out := strings.Fields(admin.MustRun(t, "", "get", "pods", "-n", a.workloads, "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
+	out := strings.Fields(admin.MustRun(t, "", "get", "pods", "-n", a.workloads, "-l", appWebHost, "-o", "jsonpath={.items[*].metadata.name}"))
 	require.NotEmpty(t, out)
 	return out[0]
 }
