@@ -40,15 +40,8 @@ func (c *Controller) checkWorkloadNamespace(ctx context.Context, in *v1alpha1.Ne
 // every mode: a cluster's mode cannot change, but this costs two lookups
 // once, at deletion.
 func (c *Controller) deleteDataPlane(ctx context.Context, nc *v1alpha1.NestedCluster) (bool, error) {
-	crb := &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: provisioner.SyncerClusterRoleBinding(nc)}}
-	if live, err := c.mgmt.Get(ctx, crb); err == nil && provisioner.OwnedBy(live.GetLabels(), nc) {
-		crb.UID = live.GetUID()
-		if err := c.mgmt.Delete(ctx, crb); err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("deleting ClusterRoleBinding %s: %w", crb.Name, err)
-		}
-	} else if err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("getting ClusterRoleBinding %s: %w", crb.Name, err)
+	if err := c.deleteSyncerBinding(ctx, nc); err != nil {
+		return false, err
 	}
 	proto := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: provisioner.WorkloadNamespace(nc)}}
@@ -70,4 +63,26 @@ func (c *Controller) deleteDataPlane(ctx context.Context, nc *v1alpha1.NestedClu
 	klog.FromContext(ctx).Info("Deleting workload namespace", "namespace", proto.Name)
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, "Deleting", "deleting workload namespace %s", proto.Name)
 	return false, nil
+}
+
+// deleteSyncerBinding deletes the syncer's ClusterRoleBinding of the
+// cluster with nc's UID (the only field it reads), if it carries that UID:
+// it is cluster-scoped, so deleting the cluster's namespaces leaves it.
+func (c *Controller) deleteSyncerBinding(ctx context.Context, nc *v1alpha1.NestedCluster) error {
+	crb := &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: provisioner.SyncerClusterRoleBinding(nc)}}
+	live, err := c.mgmt.Get(ctx, crb)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("getting ClusterRoleBinding %s: %w", crb.Name, err)
+	case !provisioner.OwnedBy(live.GetLabels(), nc):
+		return nil
+	}
+	crb.UID = live.GetUID()
+	if err := c.mgmt.Delete(ctx, crb); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ClusterRoleBinding %s: %w", crb.Name, err)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 )
 
@@ -147,6 +148,12 @@ func (c *Controller) sweep(ctx context.Context, s *orphanSweep) []string {
 		if err := c.mgmt.Delete(ctx, proto); err != nil && !apierrors.IsNotFound(err) {
 			logger.Error(err, "Deleting orphaned management namespace", "namespace", ns.Name)
 			continue
+		}
+		// The Shared cluster's syncer ClusterRoleBinding is cluster-scoped:
+		// it goes with the namespace, or nothing would ever remove it.
+		owner := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{UID: types.UID(ns.Labels[provisioner.OwnerUIDLabel])}}
+		if err := c.deleteSyncerBinding(ctx, owner); err != nil {
+			logger.Error(err, "Deleting an orphaned syncer ClusterRoleBinding", "ownerUID", owner.UID)
 		}
 		absent := now.Sub(s.absentSince[ns.Name]).Round(time.Second)
 		delete(s.absentSince, ns.Name)

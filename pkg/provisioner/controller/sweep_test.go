@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -149,5 +150,23 @@ func TestEventSchemeKnowsSweptNamespaces(t *testing.T) {
 	for _, obj := range []runtime.Object{managementNS("a", "uid"), testCluster()} {
 		_, err := reference.GetReference(eventScheme, obj)
 		assert.NoError(t, err, "%T", obj)
+	}
+}
+
+// A swept Shared cluster's syncer ClusterRoleBinding goes with its
+// namespace, unless it carries another owner's UID (its name alone proves
+// nothing).
+func TestSweepDeletesTheOrphansSyncerBinding(t *testing.T) {
+	const gone = "0a0a0a0a-gone"
+	for owner, wantDeleted := range map[string]bool{gone: true, "0b0b0b0b-other": false} {
+		f := newSweepFixture(t, SweepConfig{GracePeriod: time.Minute}, managementNS("orphan", gone))
+		name := provisioner.SyncerClusterRoleBinding(&v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{UID: gone}})
+		_, err := f.kube.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{provisioner.OwnerUIDLabel: owner}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		f.sweepAt(0)
+		require.Equal(t, []string{"orphan"}, f.sweepAt(time.Minute))
+		_, err = f.kube.RbacV1().ClusterRoleBindings().Get(context.Background(), name, metav1.GetOptions{})
+		assert.Equal(t, wantDeleted, apierrors.IsNotFound(err), "binding labelled for %s: %v", owner, err)
 	}
 }
