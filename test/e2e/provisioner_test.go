@@ -134,15 +134,12 @@ func TestProvisionerOnNode(t *testing.T) {
 		return
 	}
 	// The Shared tenants run workloads on the node (ext has no data
-	// plane). Off by default until it has passed on a real node once:
-	// CAPN_E2E_DATAPLANE=1 runs it.
-	if os.Getenv("CAPN_E2E_DATAPLANE") == "1" {
-		t.Run("DataPlaneOnNode", func(t *testing.T) {
-			testDataPlaneOnNode(t, admin, k, node, "demo", "mem")
-		})
-		if t.Failed() {
-			return
-		}
+	// plane).
+	t.Run("DataPlaneOnNode", func(t *testing.T) {
+		testDataPlaneOnNode(t, admin, k, node, "demo", "mem")
+	})
+	if t.Failed() {
+		return
 	}
 
 	// Who may ask: a viewer is refused by RBAC, before capn signs anything.
