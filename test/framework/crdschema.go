@@ -87,6 +87,13 @@ func NestedClusterMirrorCRD(doc []byte, group string) (crd *apiextensionsv1.Cust
 	if err != nil {
 		return nil, nil, err
 	}
+	// A PodTemplateSpec under each of five components, inlined with its
+	// descriptions, is more than etcd's 1.5 MiB request limit; as with
+	// controller-gen's crd:maxDescLen=0, descriptions go (they do not
+	// validate anything).
+	dropDescriptions(props)
+	dropped = append(dropped, "description")
+	slices.Sort(dropped)
 	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "nestedclusters." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
@@ -294,4 +301,28 @@ func hasGVK(s map[string]any, gvk schema.GroupVersionKind) bool {
 		}
 	}
 	return false
+}
+
+// dropDescriptions clears every description at and under p.
+func dropDescriptions(p *apiextensionsv1.JSONSchemaProps) {
+	if p == nil {
+		return
+	}
+	p.Description = ""
+	for k, v := range p.Properties {
+		dropDescriptions(&v)
+		p.Properties[k] = v
+	}
+	if p.Items != nil {
+		dropDescriptions(p.Items.Schema)
+		for i := range p.Items.JSONSchemas {
+			dropDescriptions(&p.Items.JSONSchemas[i])
+		}
+	}
+	if p.AdditionalProperties != nil {
+		dropDescriptions(p.AdditionalProperties.Schema)
+	}
+	for i := range p.AnyOf {
+		dropDescriptions(&p.AnyOf[i])
+	}
 }
