@@ -14,6 +14,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/syncer/controller"
 	"capn.dev/capn/pkg/syncer/names"
 	"capn.dev/capn/test/framework"
 )
@@ -124,7 +125,15 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 	}
 
 	// 2-3. The same app in both tenants; each client gets its own tenant's
-	// values and identity back through the Service's ClusterIP.
+	// values and identity back through the Service's ClusterIP, which the
+	// syncer's webhook took from the host (registered first, so the
+	// Service's create goes through it).
+	for _, tn := range tenants {
+		framework.Eventually(t, time.Minute, tn.name+": the syncer's Service webhook registered", func() (bool, string) {
+			r := tn.tk.Run("", "get", "mutatingwebhookconfiguration", controller.WebhookConfigurationName, "-o", "jsonpath={.webhooks[0].clientConfig.url}")
+			return r.Err == nil && strings.HasSuffix(r.Stdout, ":10271"+controller.ServiceWebhookPath), r.Stdout + r.Stderr
+		})
+	}
 	for _, tn := range tenants {
 		tn.tk.MustRun(t, fmt.Sprintf(dataPlaneApp, tn.name), "apply", "-f", "-")
 	}
