@@ -128,7 +128,7 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		// tenant's node controllers write the same Node, so an update from
 		// the cache conflicted again and again.
 		patch, err := json.Marshal(map[string]any{"status": map[string]any{
-			"capacity": want.Status.Capacity, "allocatable": want.Status.Allocatable,
+			"capacity": resourcesPatch(cur.Status.Capacity, want.Status.Capacity), "allocatable": resourcesPatch(cur.Status.Allocatable, want.Status.Allocatable),
 			"conditions": want.Status.Conditions, "addresses": want.Status.Addresses, "nodeInfo": want.Status.NodeInfo,
 		}})
 		if err != nil {
@@ -138,6 +138,20 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		return err
 	}
 	return nil
+}
+
+// resourcesPatch is the merge-patch value that turns cur into want: a
+// merge patch merges maps, so a resource the host node no longer has is
+// removed by a null.
+func resourcesPatch(cur, want corev1.ResourceList) map[corev1.ResourceName]any {
+	out := make(map[corev1.ResourceName]any, len(want))
+	for k := range cur {
+		out[k] = nil
+	}
+	for k, v := range want {
+		out[k] = v
+	}
+	return out
 }
 
 // heartbeat renews the Lease of every virtual Node, as a kubelet does.

@@ -1,12 +1,17 @@
 package controller
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestVirtualNodeMirrorsTheHostNode(t *testing.T) {
@@ -37,4 +42,28 @@ func TestVirtualNodeMirrorsTheHostNode(t *testing.T) {
 	assert.Len(t, v.Status.Conditions, 1, "the kubelet's conditions only")
 	assert.Equal(t, host.Status.Addresses, v.Status.Addresses)
 	assert.Equal(t, "v1.37.2", v.Status.NodeInfo.KubeletVersion)
+}
+
+// The status is a merge patch, which merges maps: a resource the host
+// node lost must still leave the virtual Node.
+func TestSyncNodeDropsAResourceTheHostLost(t *testing.T) {
+	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+	}}
+	cur := VirtualNode(host)
+	cur.Status.Capacity["example.com/gpu"] = resource.MustParse("1")
+	cur.Status.Allocatable["example.com/gpu"] = resource.MustParse("1")
+	hosts := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	tenants := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, hosts.Add(host))
+	require.NoError(t, tenants.Add(cur))
+	client := fake.NewClientset(cur)
+	s := &Syncer{o: Options{Tenant: client}, hostNodes: corelisters.NewNodeLister(hosts), tenantNodes: corelisters.NewNodeLister(tenants)}
+
+	require.NoError(t, s.syncNode(context.Background(), "node-1"))
+	got, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotContains(t, got.Status.Capacity, corev1.ResourceName("example.com/gpu"))
+	assert.NotContains(t, got.Status.Allocatable, corev1.ResourceName("example.com/gpu"))
+	assert.Equal(t, host.Status.Capacity, got.Status.Capacity)
 }
