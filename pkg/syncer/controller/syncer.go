@@ -209,7 +209,7 @@ func New(o Options) *Syncer {
 		}
 	})
 	if o.Webhook.enabled() {
-		s.tenantHook = informers.NewSharedInformerFactoryWithOptions(o.Tenant, o.ResyncPeriod,
+		s.tenantHook = informers.NewSharedInformerFactoryWithOptions(o.TenantWatch, o.ResyncPeriod,
 			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 				lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", WebhookConfigurationName).String()
 			}))
