@@ -175,7 +175,7 @@ func (s *Syncer) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 			// The workload namespace's admission (Pod Security, quota)
 			// refused it: the tenant sees the host's reason, which is
 			// about its own pod.
-			return s.failTenantPod(ctx, tenant, ReasonSyncRefused, "the management cluster refused the pod: "+string(apierrors.ReasonForError(err))+": "+boundMessage(err.Error()))
+			return s.failTenantPod(ctx, tenant, ReasonSyncRefused, "the management cluster refused the pod: "+string(apierrors.ReasonForError(err))+": "+translate.BoundMessage(err.Error()))
 		}
 		return fmt.Errorf("creating host pod for %s/%s: %w", tenant.Namespace, tenant.Name, err)
 	}
@@ -189,16 +189,7 @@ func refusal(errs field.ErrorList) string {
 	for _, e := range errs {
 		parts = append(parts, e.Error())
 	}
-	return boundMessage(strings.Join(parts, "; "))
-}
-
-// boundMessage keeps a status message to what a reader needs.
-func boundMessage(m string) string {
-	const max = 1024
-	if len(m) > max {
-		return m[:max] + "…"
-	}
-	return m
+	return translate.BoundMessage(strings.Join(parts, "; "))
 }
 
 // failTenantPod moves a pod the syncer cannot run to Failed, with reason,

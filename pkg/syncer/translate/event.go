@@ -57,10 +57,11 @@ var mirroredReasons = map[string]bool{
 // place.
 const ReasonFailedScheduling = "FailedScheduling"
 
-// MaxEventMessage bounds a mirrored message, as events.k8s.io bounds a
-// note: a host message is the kubelet's and the runtime's error text, of
-// no set length, and it is written into the tenant's etcd.
-const MaxEventMessage = 1024
+// MaxMessage bounds what the syncer writes into a tenant's Event or pod
+// status message, as events.k8s.io bounds a note: a host message is the
+// kubelet's and the runtime's error text, of no set length, and it is
+// written into the tenant's etcd.
+const MaxMessage = 1024
 
 // TenantEvent is what the syncer records on a tenant pod for a host Event.
 type TenantEvent struct {
@@ -109,7 +110,7 @@ func MirrorEvent(ev *corev1.Event, host, tenant *corev1.Pod) (TenantEvent, bool)
 	return TenantEvent{
 		Type:      ev.Type,
 		Reason:    ev.Reason,
-		Message:   boundMessage(msg, MaxEventMessage),
+		Message:   BoundMessage(msg),
 		FieldPath: io.FieldPath,
 	}, true
 }
@@ -212,14 +213,14 @@ func referencedNames(p *corev1.Pod) []string {
 	return out
 }
 
-// boundMessage cuts m to at most max bytes, on a rune boundary, marking
-// the cut.
-func boundMessage(m string, max int) string {
+// BoundMessage cuts m to at most MaxMessage bytes, on a rune boundary,
+// marking the cut.
+func BoundMessage(m string) string {
 	const mark = "…"
-	if len(m) <= max {
+	if len(m) <= MaxMessage {
 		return m
 	}
-	cut := max - len(mark)
+	cut := MaxMessage - len(mark)
 	for cut > 0 && !utf8.RuneStart(m[cut]) {
 		cut--
 	}

@@ -129,7 +129,7 @@ func TestMirrorEventBoundsTheMessage(t *testing.T) {
 	long := strings.Repeat("é", 300) + eventWorkloads + "/" + host.Name + strings.Repeat(" x", 2000)
 	got, ok := MirrorEvent(hostEvent(host, corev1.EventTypeWarning, "Failed", long), host, tenant)
 	require.True(t, ok)
-	assert.LessOrEqual(t, len(got.Message), MaxEventMessage)
+	assert.LessOrEqual(t, len(got.Message), MaxMessage)
 	assert.True(t, strings.HasSuffix(got.Message, "…"))
 	assert.Contains(t, got.Message, "shop/web-0")
 	assert.NotContains(t, got.Message, "\uFFFD")
