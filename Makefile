@@ -31,12 +31,12 @@ install-plugin: build ## Install the kubectl-nested plugin into PREFIX/bin (defa
 	install -D -m 0755 $(BIN)/kubectl-nested "$${PREFIX:-/usr/local}/bin/kubectl-nested"
 
 .PHONY: images
-images: build ## Build container images (capn, pause, etcd, and the tenant components of every supported version) into _output/images.tar.
+images: build ## Build container images (capn, pause, etcd, CoreDNS, and the tenant components of every supported version) into _output/images.tar.
 	hack/build-images.sh
 
 .PHONY: tools
-tools: ## Build pinned kubectl, etcd, Kubernetes components and kwok into the version-keyed cache.
-	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kwok >/dev/null
+tools: ## Build pinned kubectl, etcd, Kubernetes components, kwok and CoreDNS into the version-keyed cache.
+	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kwok coredns >/dev/null
 	for v in $$(go run ./hack/versions); do hack/build-tools.sh --k8s-version $$v kube-apiserver kube-controller-manager kube-scheduler >/dev/null; done
 
 # Binaries for the e2e tests and the devcluster, by the variables both read.
@@ -170,12 +170,17 @@ update: ## Regenerate code in pkg/generated and pkg/apis.
 	hack/update-codegen.sh
 
 .PHONY: verify
-verify: ## Codegen drift, go mod tidy drift, go vet, gofmt.
+verify: ## Codegen drift, go mod tidy drift, go vet, gofmt, CoreDNS plugin order vs upstream.
 	hack/verify-codegen.sh
 	go mod tidy -diff
 	cd hack/tools && GOWORK=off go mod tidy -diff
 	cd hack/tools/k8s-1.36 && GOWORK=off go mod tidy -diff
 	cd hack/tools/kwok && GOWORK=off go mod tidy -diff
+# -trimpath and CGO_ENABLED=0 as hack/build-tools.sh builds it, so vet and
+# the test reuse its compiled packages instead of compiling CoreDNS's
+# dependencies again. The test checks the plugin order against upstream.
+	cd hack/tools/coredns && GOWORK=off go mod tidy -diff && \
+		GOWORK=off CGO_ENABLED=0 go vet -trimpath ./... && GOWORK=off CGO_ENABLED=0 go test -trimpath ./...
 	cd hack/tools/images && GOWORK=off go mod tidy -diff && GOWORK=off go vet ./...
 	cd hack/tools/benchplot && GOWORK=off go mod tidy -diff && GOWORK=off go vet ./...
 	go vet ./...

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Packs capn-apiserver, capn-syncer, capn-testserver (for the data-plane e2e), pause and
-# the pinned Kubernetes/etcd binaries into container images (docker-archive
-# tarball), named as the provisioner and the deploy manifests expect.
+# Packs capn-apiserver, capn-syncer, capn-testserver (for the data-plane e2e), pause,
+# CoreDNS (for the tenant DNS addon) and the pinned Kubernetes/etcd binaries
+# into container images (docker-archive tarball), named as the provisioner
+# and the deploy manifests expect.
 # Output: ${OUT:-_output}/images.tar. Import into a node with:
 # ctr -n k8s.io images import _output/images.tar
 #
@@ -20,10 +21,15 @@ mkdir -p "${OUT}/bin"
 
 mapfile -t RELEASES < <(cd "${ROOT}" && go run ./hack/versions)
 ((${#RELEASES[@]})) || { echo "build-images: hack/versions printed no release" >&2; exit 1; }
-"${ROOT}/hack/build-tools.sh" etcd >/dev/null
+"${ROOT}/hack/build-tools.sh" etcd coredns >/dev/null
 path() { "${ROOT}/hack/build-tools.sh" --print-path "$1"; }
 ETCD_BIN=$(path etcd)
 ETCD_VERSION=$(basename "$(dirname "${ETCD_BIN}")")
+# The tag is the github.com/coredns/coredns version hack/tools/coredns/go.mod
+# pins (the cache dir is keyed by it); pkg/versions.CoreDNSImage must match,
+# which its test checks.
+COREDNS_BIN=$(path coredns)
+COREDNS_VERSION=$(basename "$(dirname "${COREDNS_BIN}")")
 
 (cd "${ROOT}/hack/tools/images" && go build -trimpath -o "${OUT}/bin/images" . && go build -trimpath -ldflags '-s -w' -o "${OUT}/bin/pause" ./pause)
 [[ -x "${OUT}/bin/capn-apiserver" && -x "${OUT}/bin/capn-syncer" && -x "${OUT}/bin/capn-testserver" ]] || make -C "${ROOT}" build
@@ -34,6 +40,7 @@ refs=(
   "capn.dev/capn-testserver:dev=${OUT}/bin/capn-testserver"
   "registry.k8s.io/pause:3.10=${OUT}/bin/pause"
   "registry.k8s.io/etcd:${ETCD_VERSION#v}-0=${ETCD_BIN}"
+  "registry.k8s.io/coredns/coredns:${COREDNS_VERSION}=${COREDNS_BIN}"
 )
 for release in "${RELEASES[@]}"; do
   "${ROOT}/hack/build-tools.sh" --k8s-version "${release}" kube-apiserver kube-controller-manager kube-scheduler >/dev/null

@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Builds pinned, version-stamped, static binaries of the Kubernetes control
-# plane, kubectl, etcd and kwok from the Go modules under hack/tools/, into a
-# cache keyed by version:
+# plane, kubectl, etcd, kwok and CoreDNS from the Go modules under
+# hack/tools/, into a cache keyed by version:
 #
 #   ${CAPN_CACHE:-$HOME/.cache/capn}/bin/<version>/<name>
 #
@@ -34,6 +34,9 @@
 #                          (kube-apiserver, kube-controller-manager,
 #                          kube-scheduler; the main.go files are identical).
 #   hack/tools/kwok/       sigs.k8s.io/kwok, kept apart (see its go.mod).
+#   hack/tools/coredns/    github.com/coredns/coredns with only the plugins
+#                          the tenant DNS addon uses (its main.go; see its
+#                          go.mod); keyed by the CoreDNS version.
 # A kube-* component or etcd comes from the module selected by
 # CAPN_K8S_VERSION / --k8s-version when that module has a cmd/<name> for it,
 # and from hack/tools otherwise: a second-version module only carries what a
@@ -56,7 +59,7 @@ CACHE="${CAPN_CACHE:-${HOME}/.cache/capn}"
 BIN_ROOT="${CACHE}/bin"
 
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-ALL_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok)
+ALL_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns)
 
 # The tools modules must resolve on their own, whatever go.work a developer
 # has lying around higher up the tree.
@@ -107,6 +110,7 @@ tool_module() {
       fi ;;
     kubectl) printf '%s\n' "${TOOLS_DIR}" ;;
     kwok) printf '%s\n' "${TOOLS_DIR}/kwok" ;;
+    coredns) printf '%s\n' "${TOOLS_DIR}/coredns" ;;
     *) die "unknown tool '$1' (known: ${ALL_TOOLS[*]})" ;;
   esac
 }
@@ -116,6 +120,8 @@ tool_package() {
   case "$1" in
     # kwok's own main is used as-is; nothing of ours to wrap around it.
     kwok) printf '%s\n' sigs.k8s.io/kwok/cmd/kwok ;;
+    # Our own main (the plugin selection) is the module's root package.
+    coredns) printf '%s\n' . ;;
     *) printf '%s\n' "./cmd/$1" ;;
   esac
 }
@@ -127,6 +133,7 @@ tool_version() {
   case "$1" in
     etcd) mod_version "${dir}" go.etcd.io/etcd/server/v3 ;;
     kwok) mod_version "${dir}" sigs.k8s.io/kwok ;;
+    coredns) mod_version "${dir}" github.com/coredns/coredns ;;
     *) mod_version "${dir}" k8s.io/kubernetes ;;
   esac
 }
@@ -175,7 +182,7 @@ stamp_of() {
     printf 'flags %s\n' "$@"
     printf 'env %s\n' "$(go env GOVERSION GOOS GOARCH GOAMD64 GOARM64)" "CGO_ENABLED=${CGO_ENABLED}" "GOFLAGS=$(go env GOFLAGS)"
     cat "${dir}/go.mod" "${dir}/go.sum"
-    if [[ "${pkg}" == ./* ]]; then
+    if [[ "${pkg}" == . || "${pkg}" == ./* ]]; then
       cat "${dir}/${pkg}"/*.go
     fi
   } | sha256sum | cut -d' ' -f1

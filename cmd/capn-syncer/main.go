@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,8 +33,11 @@ import (
 	"k8s.io/pod-security-admission/api"
 
 	"capn.dev/capn/pkg/placement"
+	"capn.dev/capn/pkg/provisioner/pki"
+	"capn.dev/capn/pkg/syncer/addons"
 	"capn.dev/capn/pkg/syncer/controller"
 	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/pkg/versions"
 )
 
 type options struct {
@@ -53,6 +57,9 @@ type options struct {
 	leaderElectNamespace             string
 	healthAddress                    string
 	webhookBind, webhookAdvertise    string
+	dnsAddon                         bool
+	kubeletBind, kubeletAdvertise    string
+	dnsImage, dnsUpstreams           string
 }
 
 func main() {
@@ -77,6 +84,11 @@ func main() {
 	flag.StringVar(&o.healthAddress, "health-address", "", "host:port serving /healthz and /readyz over HTTP; empty serves none. /readyz is ok once this replica syncs (caches synced) or stands by as a non-leader.")
 	flag.StringVar(&o.webhookBind, "webhook-bind-address", ":10271", "host:port of the HTTPS server for the tenant's Service admission webhook.")
 	flag.StringVar(&o.webhookAdvertise, "webhook-advertise-address", "", "host:port the tenant apiserver calls the Service webhook at (the leader registers it in the tenant); empty: no webhook, tenant Services keep the tenant's own ClusterIP allocation.")
+	flag.StringVar(&o.kubeletBind, "kubelet-bind-address", ":10250", "host:port of the HTTPS server for the virtual Nodes' kubelet API (logs, exec, attach, port-forward), which the leader serves.")
+	flag.StringVar(&o.kubeletAdvertise, "kubelet-advertise-address", "", "IP:port the tenant apiserver reaches the kubelet API at: the virtual Nodes' InternalIP and kubelet port. Empty: virtual Nodes keep the host nodes' addresses and no kubelet API is served.")
+	flag.BoolVar(&o.dnsAddon, "dns-addon", false, "Keep the CoreDNS addon (kube-system/coredns behind the Service kube-dns) in the tenant and point host pods at it instead of --tenant-nameserver; false removes the addon the syncer made.")
+	flag.StringVar(&o.dnsImage, "dns-image", versions.CoreDNSImage, "The CoreDNS image of the DNS addon.")
+	flag.StringVar(&o.dnsUpstreams, "dns-upstreams", "", "Comma-separated resolver IPs the DNS addon forwards names outside the cluster to; empty answers them NXDOMAIN, so no query leaves the addon.")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -125,7 +137,24 @@ func (o options) syncerOptions() (controller.Options, error) {
 			return so, fmt.Errorf("--webhook-advertise-address: %w", err)
 		}
 	}
+	if o.kubeletAdvertise != "" {
+		h, p, err := net.SplitHostPort(o.kubeletAdvertise)
+		port, perr := strconv.ParseInt(p, 10, 32)
+		if err != nil || net.ParseIP(h) == nil || perr != nil || port < 1 || port > 65535 {
+			return so, fmt.Errorf("--kubelet-advertise-address %q is not IP:port", o.kubeletAdvertise)
+		}
+		so.Kubelet = controller.KubeletOptions{AdvertiseIP: h, Port: int32(port), BindAddress: o.kubeletBind,
+			ClientCommonNames: []string{pki.KubeletClientCommonName}}
+	}
+	dns := controller.DNSOptions{Enabled: o.dnsAddon, Image: o.dnsImage, Upstreams: splitList(o.dnsUpstreams)}
+	if o.dnsAddon {
+		if err := (addons.DNSConfig{Image: dns.Image, Domain: o.dnsDomain, Upstreams: dns.Upstreams}).Validate(); err != nil {
+			return so, fmt.Errorf("--dns-image, --dns-upstreams, --tenant-dns-domain: %w", err)
+		}
+	}
 	so = controller.Options{
+		Kubelet:           so.Kubelet,
+		DNS:               dns,
 		Webhook:           controller.WebhookOptions{BindAddress: o.webhookBind, AdvertiseAddress: o.webhookAdvertise},
 		WorkloadNamespace: o.workloadNamespace,
 		HostNodeSelector:  sel,
@@ -173,6 +202,14 @@ func run(ctx context.Context, o options) error {
 		c.UserAgent = "capn-syncer"
 	}
 	countManagementRequests(hostCfg)
+	if so.Kubelet.AdvertiseIP != "" {
+		// The tenant apiserver's kubelet client certificate is signed by
+		// the tenant CA, the one the syncer's kubeconfig trusts.
+		if so.Kubelet.ClientCAs, err = tenantCAs(tenantCfg); err != nil {
+			return err
+		}
+		so.Kubelet.Management = rest.CopyConfig(hostCfg)
+	}
 	if so.Tenant, err = kubernetes.NewForConfig(tenantCfg); err != nil {
 		return err
 	}
@@ -203,6 +240,22 @@ func run(ctx context.Context, o options) error {
 		ready.Store(false)
 		return controller.New(so).Run(ctx)
 	})
+}
+
+// tenantCAs is the CA pool of the tenant kubeconfig.
+func tenantCAs(c *rest.Config) (*x509.CertPool, error) {
+	data := c.CAData
+	if len(data) == 0 && c.CAFile != "" {
+		var err error
+		if data, err = os.ReadFile(c.CAFile); err != nil {
+			return nil, fmt.Errorf("tenant CA: %w", err)
+		}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, errors.New("the tenant kubeconfig names no CA certificate")
+	}
+	return pool, nil
 }
 
 func withoutTimeout(c *rest.Config) *rest.Config {

@@ -25,6 +25,14 @@ func TestSyncerOptions(t *testing.T) {
 		{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule},
 		{Key: "dedicated", Operator: corev1.TolerationOpExists},
 	}, so.HostTolerations)
+	assert.False(t, so.DNS.Enabled)
+
+	o := valid()
+	o.dnsAddon, o.dnsImage, o.dnsUpstreams, o.dnsDomain = true, "registry.example/coredns:v1", "10.0.0.53", "cluster.local"
+	so, err = o.syncerOptions()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.0.0.53"}, so.DNS.Upstreams)
+	assert.True(t, so.DNS.Enabled)
 }
 
 func TestSyncerOptionsRefused(t *testing.T) {
@@ -37,6 +45,8 @@ func TestSyncerOptionsRefused(t *testing.T) {
 		"nameserver name":   func(o *options) { o.nameserver = "dns.example.com" },
 		"bad toleration":    func(o *options) { o.tolerations = "a:Sometimes" },
 		"bad selector":      func(o *options) { o.nodeSelector = "a in (" },
+		"dns upstream name": func(o *options) { o.dnsAddon, o.dnsImage, o.dnsUpstreams = true, "i", "dns.google" },
+		"dns no image":      func(o *options) { o.dnsAddon, o.dnsImage = true, "" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := valid()

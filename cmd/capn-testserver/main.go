@@ -5,6 +5,9 @@
 //
 //	capn-testserver serve [--addr=:8080] [--file=PATH] [--env=NAME] [--token-file=PATH] [--ca-file=PATH]
 //	capn-testserver get URL [--timeout=60s] [--out=PATH]
+//	capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
+//	capn-testserver cat FILE|-
+//	capn-testserver tick [--count=N] [--interval=200ms] [--exit=CODE]
 package main
 
 import (
@@ -43,6 +46,9 @@ const retryInterval = time.Second
 const usage = `usage:
   capn-testserver serve [--addr=:8080] [--file=/config/message] [--env=GREETING] [--token-file=PATH] [--ca-file=PATH]
   capn-testserver get URL [--timeout=60s] [--out=PATH]
+  capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
+  capn-testserver cat FILE|-
+  capn-testserver tick [--count=N] [--interval=200ms] [--exit=CODE]
 `
 
 func main() {
@@ -57,6 +63,12 @@ func main() {
 		os.Exit(serveMain(os.Args[2:]))
 	case "get":
 		os.Exit(getMain(os.Args[2:]))
+	case "lookup":
+		os.Exit(lookupMain(os.Args[2:]))
+	case "cat":
+		os.Exit(catMain(os.Args[2:]))
+	case "tick":
+		os.Exit(tickMain(os.Args[2:]))
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -297,4 +309,107 @@ func getOnce(ctx context.Context, url string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	return body, nil
+}
+
+// lookupMain resolves each NAME through the pod's resolv.conf (the pure-Go
+// resolver: the binary is static), retrying until it resolves, or with
+// --nxdomain until the answer is "no such host". A name that neither
+// resolves nor is refused by the deadline fails: that is the hang the
+// tenant DNS must not have.
+func lookupMain(args []string) int {
+	flags := flag.NewFlagSet("lookup", flag.ContinueOnError)
+	timeout := flags.Duration("timeout", 60*time.Second, "give up after this long")
+	nx := flags.Bool("nxdomain", false, "expect every NAME not to exist")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	if flags.NArg() == 0 {
+		fmt.Fprintf(os.Stderr, "lookup: missing NAME\n%s", usage)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	for _, name := range flags.Args() {
+		if err := lookup(ctx, net.DefaultResolver, name, *nx, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "capn-testserver lookup: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+type hostResolver interface {
+	LookupHost(ctx context.Context, host string) ([]string, error)
+}
+
+func lookup(ctx context.Context, r hostResolver, name string, nx bool, out io.Writer) error {
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		addrs, err := r.LookupHost(ctx, name)
+		took := time.Since(start).Round(time.Millisecond)
+		var dnsErr *net.DNSError
+		switch {
+		case err == nil && !nx:
+			_, err = fmt.Fprintf(out, "%s %s (%s)\n", name, strings.Join(addrs, ","), took)
+			return err
+		case nx && errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+			_, err = fmt.Fprintf(out, "%s NXDOMAIN (%s)\n", name, took)
+			return err
+		case err == nil:
+			lastErr = fmt.Errorf("%s resolved to %v, want NXDOMAIN", name, addrs)
+		default:
+			lastErr = err
+		}
+		t := time.NewTimer(retryInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("lookup %s: gave up after %d attempts: %w", name, attempt, lastErr)
+		case <-t.C:
+		}
+	}
+}
+
+// catMain copies FILE, or stdin for "-", to stdout: what `kubectl exec`
+// runs in an image with no shell.
+func catMain(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintf(os.Stderr, "cat: want one FILE or -\n%s", usage)
+		return 2
+	}
+	var in io.Reader = os.Stdin
+	if args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "capn-testserver cat: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		in = f
+	}
+	if _, err := io.Copy(os.Stdout, io.LimitReader(in, maxRead)); err != nil {
+		fmt.Fprintf(os.Stderr, "capn-testserver cat: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// tickMain prints "tick N" every interval, count times (0: forever), then
+// exits with the given code: a container whose logs grow while followed,
+// and which restarts, for `kubectl logs -f` and `--previous`.
+func tickMain(args []string) int {
+	flags := flag.NewFlagSet("tick", flag.ContinueOnError)
+	count := flags.Int("count", 0, "ticks before exiting; 0 ticks forever")
+	interval := flags.Duration("interval", 200*time.Millisecond, "time between ticks")
+	code := flags.Int("exit", 0, "exit code after the last tick")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	fmt.Printf("tick start pid=%d\n", os.Getpid())
+	for i := 1; *count == 0 || i <= *count; i++ {
+		time.Sleep(*interval)
+		fmt.Printf("tick %d\n", i)
+	}
+	return *code
 }

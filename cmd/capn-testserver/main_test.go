@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -223,4 +224,47 @@ func TestGetGivesUpAtDeadline(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "503")
 	assert.Empty(t, out.String())
+}
+
+type fakeResolver struct {
+	answers []error // one per call; nil resolves to 10.0.0.1
+	calls   int
+}
+
+func (f *fakeResolver) LookupHost(_ context.Context, host string) ([]string, error) {
+	err := f.answers[min(f.calls, len(f.answers)-1)]
+	f.calls++
+	if err != nil {
+		return nil, err
+	}
+	return []string{"10.0.0.1"}, nil
+}
+
+func TestLookup(t *testing.T) {
+	notFound := &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}
+	timeout := &net.DNSError{Err: "i/o timeout", Name: "x", IsTimeout: true}
+	ctx := context.Background()
+
+	var out strings.Builder
+	r := &fakeResolver{answers: []error{timeout, nil}}
+	require.NoError(t, lookup(ctx, r, "web", false, &out))
+	assert.Equal(t, 2, r.calls, "retried the timeout")
+	assert.Contains(t, out.String(), "web 10.0.0.1")
+
+	out.Reset()
+	r = &fakeResolver{answers: []error{notFound}}
+	require.NoError(t, lookup(ctx, r, "example.com", true, &out))
+	assert.Contains(t, out.String(), "example.com NXDOMAIN")
+
+	// A timeout is not NXDOMAIN: the lookup gives up at the deadline.
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	err := lookup(short, &fakeResolver{answers: []error{timeout}}, "example.com", true, &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "i/o timeout")
+
+	short2, cancel2 := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel2()
+	err = lookup(short2, &fakeResolver{answers: []error{nil}}, "example.com", true, &out)
+	require.ErrorContains(t, err, "want NXDOMAIN")
 }

@@ -78,6 +78,10 @@ type Config struct {
 	// certificates of at most MaxKubeconfigExpiration.
 	KubeconfigIssuer        nestedcluster.KubeconfigIssuer
 	MaxKubeconfigExpiration time.Duration
+	// JoinTokenIssuer, when set, serves nestedclusters/jointoken with
+	// bootstrap tokens of at most MaxJoinTokenTTL.
+	JoinTokenIssuer nestedcluster.JoinTokenIssuer
+	MaxJoinTokenTTL time.Duration
 	// FinalizerAdminGroups may remove capn's finalizer besides capn itself.
 	FinalizerAdminGroups []string
 	// DataPlane is the provider's side of spec.dataPlane and spec.syncer.
@@ -96,6 +100,8 @@ type completedConfig struct {
 	PostStartHooks          map[string]genericapiserver.PostStartHookFunc
 	KubeconfigIssuer        nestedcluster.KubeconfigIssuer
 	MaxKubeconfigExpiration time.Duration
+	JoinTokenIssuer         nestedcluster.JoinTokenIssuer
+	MaxJoinTokenTTL         time.Duration
 	FinalizerAdminGroups    []string
 	LivezChecks             []healthz.HealthChecker
 	DataPlane               nestedcluster.DataPlanePolicy
@@ -105,6 +111,7 @@ type completedConfig struct {
 func (c *Config) Complete() CompletedConfig {
 	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete(), PostStartHooks: c.PostStartHooks,
 		KubeconfigIssuer: c.KubeconfigIssuer, MaxKubeconfigExpiration: c.MaxKubeconfigExpiration,
+		JoinTokenIssuer: c.JoinTokenIssuer, MaxJoinTokenTTL: c.MaxJoinTokenTTL,
 		FinalizerAdminGroups: c.FinalizerAdminGroups, LivezChecks: c.LivezChecks, DataPlane: c.DataPlane}}
 }
 
@@ -138,6 +145,10 @@ func (c completedConfig) New() (*Server, error) {
 	if c.KubeconfigIssuer != nil {
 		group.VersionedResourcesStorageMap["v1alpha1"]["nestedclusters/kubeconfig"] =
 			nestedcluster.NewKubeconfigREST(store, c.KubeconfigIssuer, c.MaxKubeconfigExpiration)
+	}
+	if c.JoinTokenIssuer != nil {
+		group.VersionedResourcesStorageMap["v1alpha1"]["nestedclusters/jointoken"] =
+			nestedcluster.NewJoinTokenREST(store, c.JoinTokenIssuer, c.MaxJoinTokenTTL)
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, err

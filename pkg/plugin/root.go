@@ -1,6 +1,6 @@
 // Package plugin implements `kubectl nested`, a kubectl plugin for capn's
-// NestedClusters: per-component scaling, ordered upgrades, status and
-// tenant kubeconfigs.
+// NestedClusters: per-component scaling, ordered upgrades, status, tenant
+// kubeconfigs and node join tokens.
 package plugin
 
 import (
@@ -72,7 +72,7 @@ func NewCmdNestedWithClient(streams genericiooptions.IOStreams, client ClientFun
 	c := &common{IOStreams: streams, client: client}
 	cmd := &cobra.Command{
 		Use:   "nested",
-		Short: "Manage capn NestedClusters: scale components, upgrade, status, kubeconfig",
+		Short: "Manage capn NestedClusters: scale components, upgrade, status, kubeconfig, join nodes",
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl nested",
 		},
@@ -86,6 +86,7 @@ func NewCmdNestedWithClient(streams genericiooptions.IOStreams, client ClientFun
 		newCmdScale(c),
 		newCmdUpgrade(c),
 		newCmdKubeconfig(c),
+		newCmdJoin(c),
 		newCmdStatus(c),
 		newCmdVersions(c),
 	)

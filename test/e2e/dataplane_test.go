@@ -14,6 +14,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/syncer/addons"
 	"capn.dev/capn/pkg/syncer/controller"
 	"capn.dev/capn/pkg/syncer/names"
 	"capn.dev/capn/test/framework"
@@ -80,6 +81,31 @@ spec:
       - name: client
         image: capn.dev/capn-testserver:dev
         args: [get, "http://%s/", --timeout=90s, --out=/dev/termination-log]
+`
+
+// dnsJob resolves the web Service by its full and its short name through
+// the tenant's CoreDNS, gets NXDOMAIN (not a hang) for a name outside the
+// cluster, and reaches web by name. The init containers run in order, so
+// the Job completes only if all three do.
+const dnsJob = `apiVersion: batch/v1
+kind: Job
+metadata: {name: dns, namespace: app}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      initContainers:
+      - name: resolve
+        image: capn.dev/capn-testserver:dev
+        args: [lookup, --timeout=60s, web.app.svc.cluster.local, web]
+      - name: outside
+        image: capn.dev/capn-testserver:dev
+        args: [lookup, --timeout=30s, --nxdomain, capn-e2e.example.com]
+      containers:
+      - name: get
+        image: capn.dev/capn-testserver:dev
+        args: [get, "http://web/", --timeout=60s, --out=/dev/termination-log]
 `
 
 // refusedPods each ask for something the workload namespace's Pod
@@ -164,6 +190,9 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 		assert.Equal(t, "secret-"+tn.name, got.Env, tn.name+": the Secret env var")
 		assert.Equal(t, "system:serviceaccount:app:default", got.Whoami, tn.name+": the tenant ServiceAccount's identity")
 	}
+
+	testTenantDNS(t, k, tenants)
+	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, admin, tenants[0]) })
 
 	a := tenants[0]
 	hostPods := func(tn dataPlaneTenant) []string {
@@ -272,6 +301,44 @@ spec:
 	assert.NotContains(t, strings.Fields(out), provisioner.SecretCA, "a host copy named after the tenant's missing Secret")
 	assert.NotEqual(t, "Running", a.tk.MustRun(t, "", "get", "pod", "-n", "app", "steal", "-o", "jsonpath={.status.phase}"))
 	t.Logf("numbers: data plane: %s and %s ran the same app with the same names apart", tenants[0].name, tenants[1].name)
+}
+
+// testTenantDNS checks each tenant's DNS addon: Available, at the same
+// address on both sides, and serving a tenant Job (dnsJob). It logs how
+// long after the cluster's Ready the addon was Available.
+func testTenantDNS(t *testing.T, k framework.Kubectl, tenants []dataPlaneTenant) {
+	for _, tn := range tenants {
+		framework.Eventually(t, 3*time.Minute, tn.name+": the DNS addon Available", func() (bool, string) {
+			r := tn.tk.Run("", "get", "-n", addons.DNSNamespace, "deployment", addons.DNSName, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+			return r.Stdout == "True", r.Stdout + r.Stderr
+		})
+		ready := k.MustRun(t, "", "get", "nc", tn.name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}`)
+		available := tn.tk.MustRun(t, "", "get", "-n", addons.DNSNamespace, "deployment", addons.DNSName, "-o",
+			`jsonpath={.status.conditions[?(@.type=="Available")].lastTransitionTime}`)
+		if r, err1 := time.Parse(time.RFC3339, ready); err1 == nil {
+			if a, err2 := time.Parse(time.RFC3339, available); err2 == nil {
+				t.Logf("numbers: %s: DNS addon Available %s after the cluster's Ready", tn.name, a.Sub(r))
+			}
+		}
+		tn.tk.MustRun(t, dnsJob, "create", "-f", "-")
+	}
+	for _, tn := range tenants {
+		waitCondition(t, tn, "job/dns", "Complete", "Failed")
+		msg := tn.tk.MustRun(t, "", "get", "pods", "-n", "app", "-l", "job-name=dns", "-o",
+			"jsonpath={.items[0].status.containerStatuses[0].state.terminated.message}")
+		var got struct{ File string }
+		require.NoError(t, json.Unmarshal([]byte(msg), &got), "answer through http://web/: %s", msg)
+		assert.Equal(t, "hello-"+tn.name, strings.TrimSpace(got.File), tn.name+": web reached by name")
+	}
+
+	// spec.dns.mode None: the syncer, rolled with the new flag, removes
+	// the addon it made.
+	last := tenants[len(tenants)-1]
+	k.MustRun(t, "", "patch", "nc", last.name, "--type=merge", "-p", `{"spec":{"dns":{"mode":"None"}}}`)
+	framework.Eventually(t, 3*time.Minute, last.name+": the DNS addon removed with spec.dns.mode None", func() (bool, string) {
+		r := last.tk.Run("", "get", "-n", addons.DNSNamespace, "deployments,services,configmaps", "-l", "app.kubernetes.io/name="+addons.DNSName, "-o", "name")
+		return r.Err == nil && strings.TrimSpace(r.Stdout) == "", r.Stdout + r.Stderr
+	})
 }
 
 // appWebHost selects the host pods of the app namespace's web pods: the

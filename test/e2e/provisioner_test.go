@@ -133,10 +133,20 @@ func TestProvisionerOnNode(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// A 60 s join token for JoinOnNode, minted now so that it expires
+	// during DataPlaneOnNode rather than while JoinOnNode waits.
+	expiring := mintExpiringJoinToken(t, k, "demo")
 	// The Shared tenants run workloads on the node (ext has no data
 	// plane).
 	t.Run("DataPlaneOnNode", func(t *testing.T) {
 		testDataPlaneOnNode(t, admin, k, node, "demo", "mem")
+	})
+	if t.Failed() {
+		return
+	}
+	// A real kubelet joins demo beside its virtual Node (join_test.go).
+	t.Run("JoinOnNode", func(t *testing.T) {
+		testJoinOnNode(t, admin, k, node, plugin, nodeOpts.Kubelet, "demo", expiring)
 	})
 	if t.Failed() {
 		return

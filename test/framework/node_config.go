@@ -28,10 +28,22 @@ func (n *Node) writeConfigs() error {
 			return err
 		}
 	}
+	if err := os.WriteFile(n.path("containerd.toml"), []byte(n.containerdConfig()), 0o644); err != nil {
+		return err
+	}
+	if err := n.writeRegistryHosts(); err != nil {
+		return err
+	}
+	return os.WriteFile(n.path("cni", "10-capn.conflist"), n.cniConfig(), 0o644)
+}
+
+// containerdConfig is the node's containerd configuration: everything
+// under n.Dir, its CNI networks in n.Dir/cni, pulls sent to RegistrySink.
+func (n *Node) containerdConfig() string {
 	// Root, state and socket are private, so nothing lands in
 	// /var/lib/containerd or /run/containerd (except the shims' sockets,
 	// whose directory containerd 1.6 hard-codes; see teardown).
-	containerd := fmt.Sprintf(`version = 2
+	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
@@ -76,13 +88,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `, n.path("containerd", "root"), n.path("containerd", "state"), n.ContainerdSocket,
 		n.path("containerd", "opt"), pauseImage, n.path("containerd", "runc"), cniBinDir, n.path("cni"),
 		n.path(registryHostsDir))
-	if err := os.WriteFile(n.path("containerd.toml"), []byte(containerd), 0o644); err != nil {
-		return err
-	}
-	if err := n.writeRegistryHosts(); err != nil {
-		return err
-	}
-	return os.WriteFile(n.path("cni", "10-capn.conflist"), n.cniConfig(), 0o644)
 }
 
 // RegistrySink is where the node's containerd sends every image pull, for

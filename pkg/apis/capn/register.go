@@ -31,6 +31,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedClusterList{},
 		&NestedClusterUpgrade{},
 		&NestedClusterKubeconfigRequest{},
+		&NestedClusterJoinTokenRequest{},
 	)
 	return nil
 }

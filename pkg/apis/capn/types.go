@@ -77,9 +77,39 @@ type NestedClusterSpec struct {
 	// +optional
 	Syncer ComponentSpec `json:"syncer,omitempty"`
 
+	// dns configures the tenant's cluster DNS: a CoreDNS addon in its
+	// kube-system that capn keeps in place (Shared mode only).
+	// +optional
+	DNS DNSSpec `json:"dns,omitempty"`
+
 	// paused stops the provisioner from changing anything for this cluster.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+}
+
+// DNSMode selects the tenant's cluster DNS.
+// +enum
+type DNSMode string
+
+const (
+	// DNSCoreDNS: capn runs CoreDNS in the tenant's kube-system, behind the
+	// Service kube-dns, and tenant pods resolve through it. The default in
+	// Shared mode.
+	DNSCoreDNS DNSMode = "CoreDNS"
+	// DNSNone: no cluster DNS; capn removes its addon. Tenant pods resolve
+	// nothing by name.
+	DNSNone DNSMode = "None"
+)
+
+// DNSSpec is the tenant's cluster DNS addon.
+type DNSSpec struct {
+	// mode is CoreDNS (the default when empty) or None.
+	// +optional
+	Mode DNSMode `json:"mode,omitempty"`
+	// image overrides the CoreDNS image. The addon runs as a tenant
+	// workload, so any image a tenant pod may run is allowed.
+	// +optional
+	Image string `json:"image,omitempty"`
 }
 
 // DataPlaneMode selects the tenant's data plane.
@@ -418,4 +448,33 @@ type NestedClusterKubeconfigRequestSpec struct {
 type NestedClusterKubeconfigRequestStatus struct {
 	Kubeconfig          string
 	ExpirationTimestamp metav1.Time
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NestedClusterJoinTokenRequest is the body and the answer of a POST to
+// nestedclusters/NAME/jointoken: a fresh bootstrap token in the tenant, and
+// what a kubelet needs to join with it. Nothing is stored in capn.
+type NestedClusterJoinTokenRequest struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   NestedClusterJoinTokenRequestSpec
+	Status NestedClusterJoinTokenRequestStatus
+}
+
+// NestedClusterJoinTokenRequestSpec is what a join-token request asks for.
+type NestedClusterJoinTokenRequestSpec struct {
+	// ExpirationSeconds is the requested token lifetime; nil means the
+	// default (15 minutes, or the server's maximum if that is shorter).
+	ExpirationSeconds *int64
+}
+
+// NestedClusterJoinTokenRequestStatus is the issued token.
+type NestedClusterJoinTokenRequestStatus struct {
+	Endpoint            string
+	CACertHashes        []string
+	Token               string
+	ExpirationTimestamp metav1.Time
+	BootstrapKubeconfig string
 }

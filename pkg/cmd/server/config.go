@@ -89,6 +89,8 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 		// signing needs only the CA Secret, which the provisioner wrote.
 		out.KubeconfigIssuer = kubeconfigIssuer{&access.Issuer{Management: mgmtClient}}
 		out.MaxKubeconfigExpiration = o.MaxKubeconfigExpiration
+		out.JoinTokenIssuer = joinTokenIssuer{&access.JoinIssuer{Management: mgmtClient}}
+		out.MaxJoinTokenTTL = o.MaxJoinTokenTTL
 		if out.DataPlane, err = o.DataPlane.policy(context.Background(), mgmtClient); err != nil {
 			return nil, err
 		}

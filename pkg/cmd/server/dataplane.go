@@ -19,7 +19,9 @@ import (
 	"capn.dev/capn/pkg/placement"
 	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/registry/nestedcluster"
+	"capn.dev/capn/pkg/syncer/addons"
 	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/pkg/versions"
 )
 
 // DataPlaneOptions are the provider's side of Shared data planes: where
@@ -38,6 +40,11 @@ type DataPlaneOptions struct {
 	// ServiceCIDR overrides the management service range read from its
 	// ServiceCIDR objects at start.
 	ServiceCIDR string
+	// DNSImage is the tenant DNS addon's image where spec.dns.image names
+	// none; DNSUpstreams the resolvers it forwards outside names to
+	// (none by default: such names get NXDOMAIN and no query leaves it).
+	DNSImage     string
+	DNSUpstreams []string
 }
 
 func defaultDataPlaneOptions() DataPlaneOptions {
@@ -54,6 +61,7 @@ func defaultDataPlaneOptions() DataPlaneOptions {
 		QuotaMax: map[string]string{"pods": "500", "requests.cpu": "64", "requests.memory": "256Gi",
 			"limits.cpu": "128", "limits.memory": "512Gi", "services": "500", "configmaps": "1000", "secrets": "1000"},
 		SyncerImage: builders.DefaultSyncerImage,
+		DNSImage:    versions.CoreDNSImage,
 	}
 }
 
@@ -73,6 +81,10 @@ func (o *DataPlaneOptions) AddFlags(fs *pflag.FlagSet) {
 		"Other images spec.syncer.image may name. The syncer holds a management credential, so only images the provider trusts.")
 	fs.StringSliceVar(&o.RuntimeClasses, "tenant-runtime-classes", o.RuntimeClasses,
 		"RuntimeClasses tenant pods may name; any other is refused.")
+	fs.StringVar(&o.DNSImage, "tenant-dns-image", o.DNSImage,
+		"The CoreDNS image of a Shared tenant's DNS addon where spec.dns.image names none.")
+	fs.StringSliceVar(&o.DNSUpstreams, "tenant-dns-upstreams", o.DNSUpstreams,
+		"Resolver IPs the tenants' CoreDNS forwards names outside their cluster to (at most 3). Empty (the default): those names get NXDOMAIN and no query leaves the tenant's DNS.")
 	fs.StringVar(&o.ServiceCIDR, "management-service-cidr", o.ServiceCIDR,
 		"The management cluster's IPv4 service range, which Shared tenants share. Empty: read from its ServiceCIDR objects at start.")
 }
@@ -121,6 +133,9 @@ func (o DataPlaneOptions) Validate() []error {
 	if o.SyncerImage == "" {
 		errs = append(errs, fmt.Errorf("--syncer-image must be set"))
 	}
+	if err := (addons.DNSConfig{Image: o.DNSImage, Domain: "cluster.local", Upstreams: o.DNSUpstreams}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--tenant-dns-image, --tenant-dns-upstreams: %w", err))
+	}
 	return errs
 }
 
@@ -128,7 +143,8 @@ func (o DataPlaneOptions) Validate() []error {
 func (o DataPlaneOptions) builders() builders.DataPlane {
 	q, _ := parseQuota("tenant-workload-quota", o.Quota)
 	return builders.DataPlane{NodeSelector: o.NodeSelector, Tolerations: o.Tolerations, PodSecurity: o.PodSecurity,
-		Quota: q, SyncerImage: o.SyncerImage, RuntimeClasses: o.RuntimeClasses}
+		Quota: q, SyncerImage: o.SyncerImage, RuntimeClasses: o.RuntimeClasses,
+		DNSImage: o.DNSImage, DNSUpstreams: o.DNSUpstreams}
 }
 
 // policy is what the registry checks tenants against. The service range

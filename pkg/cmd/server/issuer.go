@@ -41,3 +41,31 @@ func (k kubeconfigIssuer) Issue(ctx context.Context, nc *capn.NestedCluster, use
 	}
 	return data, expires, err
 }
+
+// joinTokenIssuer adapts access.JoinIssuer to the registry's interface.
+type joinTokenIssuer struct{ issuer *access.JoinIssuer }
+
+var _ nestedcluster.JoinTokenIssuer = joinTokenIssuer{}
+
+func (j joinTokenIssuer) IssueJoinToken(ctx context.Context, nc *capn.NestedCluster, requester string, ttl time.Duration) (*nestedcluster.JoinToken, error) {
+	served := &v1alpha1.NestedCluster{}
+	if err := v1alpha1.Convert_capn_NestedCluster_To_v1alpha1_NestedCluster(nc, served, nil); err != nil {
+		return nil, fmt.Errorf("converting %s/%s: %w", nc.Namespace, nc.Name, err)
+	}
+	tok, err := j.issuer.Issue(ctx, served, requester, ttl)
+	switch {
+	case errors.Is(err, access.ErrNotProvisioned):
+		return nil, fmt.Errorf("%w%s", nestedcluster.ErrNotProvisioned, strings.TrimPrefix(err.Error(), access.ErrNotProvisioned.Error()))
+	case errors.Is(err, provisioner.ErrNotOwned):
+		return nil, nestedcluster.ErrNotProvisioned
+	case errors.Is(err, access.ErrJoinUnsupported):
+		return nil, nestedcluster.ErrJoinUnsupported
+	case errors.Is(err, access.ErrTenantUnavailable):
+		// "<ErrTenantUnavailable>: <fixed description>", as the registry's.
+		return nil, fmt.Errorf("%w%s", nestedcluster.ErrTenantUnavailable, strings.TrimPrefix(err.Error(), access.ErrTenantUnavailable.Error()))
+	case err != nil:
+		return nil, err
+	}
+	return &nestedcluster.JoinToken{Endpoint: tok.Endpoint, CACertHashes: tok.CACertHashes, Token: tok.Token,
+		Expires: tok.Expires, BootstrapKubeconfig: tok.BootstrapKubeconfig}, nil
+}

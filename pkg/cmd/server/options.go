@@ -59,6 +59,9 @@ type Options struct {
 	CertRenewalThreshold time.Duration
 	// MaxKubeconfigExpiration caps what nestedclusters/kubeconfig issues.
 	MaxKubeconfigExpiration time.Duration
+	// MaxJoinTokenTTL caps the bootstrap tokens nestedclusters/jointoken
+	// creates.
+	MaxJoinTokenTTL time.Duration
 	// UpgradeStepTimeout halts an upgrade whose component is not rolled
 	// out in this long.
 	UpgradeStepTimeout time.Duration
@@ -94,6 +97,15 @@ const (
 	DefaultProvisionerWorkers = 4
 )
 
+// DefaultMaxJoinTokenTTL is --max-join-token-ttl's default. A join token
+// is a bearer credential that registers nodes in the tenant until it
+// expires, and a node needs it only until its first client certificate is
+// issued: an hour covers a manual join and a machine that boots and starts
+// its kubelet. Providers whose machines take longer raise it (up to
+// validation.MaxJoinTokenTTL); a tenant admin can always make a longer
+// token inside the tenant.
+const DefaultMaxJoinTokenTTL = time.Hour
+
 // NewOptions returns defaults for the aggregated (production) mode.
 func NewOptions(out, errOut io.Writer) *Options {
 	o := &Options{
@@ -102,6 +114,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		EmbeddedEtcdDataDir:     "/var/lib/capn/etcd",
 		Provisioner:             ProvisionerPods,
 		MaxKubeconfigExpiration: pki.MaxTenantKubeconfigTTL,
+		MaxJoinTokenTTL:         DefaultMaxJoinTokenTTL,
 		LeaderElect:             true,
 		LeaderElectNamespace:    "capn-system",
 		CertRenewalThreshold:    pki.DefaultRenewalThreshold,
@@ -150,6 +163,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxKubeconfigExpiration, "max-tenant-kubeconfig-expiration", o.MaxKubeconfigExpiration,
 		fmt.Sprintf("With --provisioner=pods, the longest lifetime a nestedclusters/kubeconfig request may ask for (%s to %s). Client certificates cannot be revoked, so keep it short.",
 			validation.MinKubeconfigExpiration, pki.MaxTenantKubeconfigTTL))
+	fs.DurationVar(&o.MaxJoinTokenTTL, "max-join-token-ttl", o.MaxJoinTokenTTL,
+		fmt.Sprintf("With --provisioner=pods, the longest lifetime a nestedclusters/jointoken request may ask for (%s to %s). The token registers nodes in the tenant until it expires or is deleted there; requests that name no lifetime get %s, or this if it is shorter.",
+			validation.MinJoinTokenTTL, validation.MaxJoinTokenTTL, validation.DefaultJoinTokenTTL))
 	fs.DurationVar(&o.UpgradeStepTimeout, "upgrade-step-timeout", o.UpgradeStepTimeout,
 		"With --provisioner=pods, halt a version upgrade (condition Degraded) when a component's new pods are not all ready this long after it started rolling.")
 	fs.StringSliceVar(&o.FinalizerAdminGroups, "finalizer-admin-groups", o.FinalizerAdminGroups,
@@ -162,7 +178,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --provisioner=pods, the PriorityClass of every control-plane pod.")
 	o.DataPlane.AddFlags(fs)
 	fs.IntVar(&o.TemplateRevision, "template-revision", o.TemplateRevision,
-		fmt.Sprintf("With --provisioner=pods, the revision of capn's own pod-template defaults (probe timing) that new control-plane workloads get, 1 to %d; an existing workload moves to it only when its pods roll for another reason. Pin an older revision to hold a capn release's new defaults back.", builders.LatestTemplateRevision))
+		fmt.Sprintf("With --provisioner=pods, the revision of capn's own pod-template defaults (2: probe timing; 3: kube-apiserver accepts bootstrap tokens, so nodes can join) that new control-plane workloads get, 1 to %d; an existing workload moves to it only when its pods roll for another reason. Pin an older revision to hold a capn release's new defaults back.", builders.LatestTemplateRevision))
 	fs.Float32Var(&o.ManagementQPS, "management-qps", o.ManagementQPS,
 		"With --provisioner=pods, queries per second capn's client may send the management cluster (client-go's own default, 5, is too few for a resync of many tenants).")
 	fs.IntVar(&o.ManagementBurst, "management-burst", o.ManagementBurst,
@@ -259,6 +275,10 @@ func (o *Options) Validate() error {
 		if m := o.MaxKubeconfigExpiration; m < validation.MinKubeconfigExpiration || m > pki.MaxTenantKubeconfigTTL {
 			errs = append(errs, fmt.Errorf("--max-tenant-kubeconfig-expiration must be between %s and %s, not %s",
 				validation.MinKubeconfigExpiration, pki.MaxTenantKubeconfigTTL, m))
+		}
+		if m := o.MaxJoinTokenTTL; m < validation.MinJoinTokenTTL || m > validation.MaxJoinTokenTTL {
+			errs = append(errs, fmt.Errorf("--max-join-token-ttl must be between %s and %s, not %s",
+				validation.MinJoinTokenTTL, validation.MaxJoinTokenTTL, m))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--provisioner must be %q or %q, not %q", ProvisionerNone, ProvisionerPods, o.Provisioner))

@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -57,6 +58,20 @@ func TestProvisionerFlags(t *testing.T) {
 	}
 	if err := parse(t, "--max-tenant-kubeconfig-expiration=2h").Validate(); err != nil {
 		t.Errorf("--max-tenant-kubeconfig-expiration=2h: %v", err)
+	}
+	if o = parse(t); o.MaxJoinTokenTTL != time.Hour {
+		t.Errorf("--max-join-token-ttl defaults to %s, want 1h", o.MaxJoinTokenTTL)
+	}
+	for _, bad := range []string{"59s", "0s", "-1h", "25h"} {
+		o = parse(t, "--max-join-token-ttl="+bad)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--max-join-token-ttl must be between 1m0s and 24h0m0s") {
+			t.Errorf("--max-join-token-ttl=%s: got %v, want an error naming the flag", bad, err)
+		}
+	}
+	for _, good := range []string{"1m", "15m", "24h"} {
+		if err := parse(t, "--max-join-token-ttl="+good).Validate(); err != nil {
+			t.Errorf("--max-join-token-ttl=%s: %v", good, err)
+		}
 	}
 	o = parse(t, "--provisioner=pods", "--upgrade-step-timeout=0s")
 	if err := o.Validate(); err == nil {

@@ -44,6 +44,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &capnv1alpha1.ComponentStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DataPlaneSpec"):
 		return &capnv1alpha1.DataPlaneSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DNSSpec"):
+		return &capnv1alpha1.DNSSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EtcdSpec"):
 		return &capnv1alpha1.EtcdSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("EtcdStorage"):

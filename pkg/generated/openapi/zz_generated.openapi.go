@@ -41,12 +41,16 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ClusterNetwork{}.OpenAPIModelName():                       schema_pkg_apis_capn_v1alpha1_ClusterNetwork(ref),
 		v1alpha1.ComponentSpec{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_ComponentSpec(ref),
 		v1alpha1.ComponentStatus{}.OpenAPIModelName():                      schema_pkg_apis_capn_v1alpha1_ComponentStatus(ref),
+		v1alpha1.DNSSpec{}.OpenAPIModelName():                              schema_pkg_apis_capn_v1alpha1_DNSSpec(ref),
 		v1alpha1.DataPlaneSpec{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_DataPlaneSpec(ref),
 		v1alpha1.EtcdSpec{}.OpenAPIModelName():                             schema_pkg_apis_capn_v1alpha1_EtcdSpec(ref),
 		v1alpha1.EtcdStorage{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_EtcdStorage(ref),
 		v1alpha1.ExternalEtcd{}.OpenAPIModelName():                         schema_pkg_apis_capn_v1alpha1_ExternalEtcd(ref),
 		v1alpha1.ManagedEtcd{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_ManagedEtcd(ref),
 		v1alpha1.NestedCluster{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_NestedCluster(ref),
+		v1alpha1.NestedClusterJoinTokenRequest{}.OpenAPIModelName():        schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequest(ref),
+		v1alpha1.NestedClusterJoinTokenRequestSpec{}.OpenAPIModelName():    schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequestSpec(ref),
+		v1alpha1.NestedClusterJoinTokenRequestStatus{}.OpenAPIModelName():  schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequestStatus(ref),
 		v1alpha1.NestedClusterKubeconfigRequest{}.OpenAPIModelName():       schema_pkg_apis_capn_v1alpha1_NestedClusterKubeconfigRequest(ref),
 		v1alpha1.NestedClusterKubeconfigRequestSpec{}.OpenAPIModelName():   schema_pkg_apis_capn_v1alpha1_NestedClusterKubeconfigRequestSpec(ref),
 		v1alpha1.NestedClusterKubeconfigRequestStatus{}.OpenAPIModelName(): schema_pkg_apis_capn_v1alpha1_NestedClusterKubeconfigRequestStatus(ref),
@@ -708,6 +712,34 @@ func schema_pkg_apis_capn_v1alpha1_ComponentStatus(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_capn_v1alpha1_DNSSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DNSSpec is the tenant's cluster DNS addon.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "mode is CoreDNS (the default when empty) or None.\n\nPossible enum values:\n - `\"CoreDNS\"` : capn runs CoreDNS in the tenant's kube-system, behind the Service kube-dns, and tenant pods resolve through it. The default in Shared mode.\n - `\"None\"` : no cluster DNS; capn removes its addon. Tenant pods resolve nothing by name.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"CoreDNS", "None"},
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "image overrides the CoreDNS image. The addon runs as a tenant workload, so any image a tenant pod may run is allowed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_capn_v1alpha1_DataPlaneSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -970,6 +1002,136 @@ func schema_pkg_apis_capn_v1alpha1_NestedCluster(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedClusterJoinTokenRequest is the body and the answer of a POST to nestedclusters/NAME/jointoken. The server creates a bootstrap token in the tenant (Secret kube-system/bootstrap-token-<id>) that expires after spec.expirationSeconds, and answers with what a kubelet needs to join the tenant with it: the endpoint, the cluster CA's hash and a ready-to-use bootstrap kubeconfig. The token lets its holder request a node client certificate (auto-approved) and nothing else; revoke it early by deleting its Secret in the tenant. Nothing is stored in capn. RBAC grants it as `create` on nestedclusters/jointoken.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec is what the requester asks for.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NestedClusterJoinTokenRequestSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is filled in by the server.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NestedClusterJoinTokenRequestStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.NestedClusterJoinTokenRequestSpec{}.OpenAPIModelName(), v1alpha1.NestedClusterJoinTokenRequestStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequestSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedClusterJoinTokenRequestSpec is what a join-token request asks for.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"expirationSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "expirationSeconds is the requested lifetime of the bootstrap token. Defaults to 900 (15 minutes), or the server's maximum if that is shorter; at least 60, and at most the server's --max-join-token-ttl (1h unless configured otherwise). A node needs the token only until its first client certificate is issued; it renews that certificate with the certificate itself.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequestStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedClusterJoinTokenRequestStatus is the issued token and what a node joins with.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"endpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "endpoint is the tenant apiserver's URL, as in status.endpoint of the NestedCluster: the load balancer when there is one, else the apiserver Service's ClusterIP. A node must be able to reach it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"caCertHashes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "caCertHashes are the hashes of the tenant's cluster CA public key in kubeadm's format (sha256:<hex of the DER SubjectPublicKeyInfo>), for tools that discover the cluster from kube-public/cluster-info (kubeadm's --discovery-token-ca-cert-hash).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"token": {
+						SchemaProps: spec.SchemaProps{
+							Description: "token is the bootstrap token, <id>.<secret>. It is a credential: whoever holds it may register nodes in the tenant until it expires.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"expirationTimestamp": {
+						SchemaProps: spec.SchemaProps{
+							Description: "expirationTimestamp is when the token expires: the tenant apiserver refuses it from then on, and its kube-controller-manager deletes it.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"bootstrapKubeconfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "bootstrapKubeconfig is a kubeconfig for the kubelet's --bootstrap-kubeconfig: the endpoint, the cluster CA and the token.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_capn_v1alpha1_NestedClusterKubeconfigRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1178,6 +1340,13 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.ComponentSpec{}.OpenAPIModelName()),
 						},
 					},
+					"dns": {
+						SchemaProps: spec.SchemaProps{
+							Description: "dns configures the tenant's cluster DNS: a CoreDNS addon in its kube-system that capn keeps in place (Shared mode only).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.DNSSpec{}.OpenAPIModelName()),
+						},
+					},
 					"paused": {
 						SchemaProps: spec.SchemaProps{
 							Description: "paused stops the provisioner from changing anything for this cluster.",
@@ -1189,7 +1358,7 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName()},
+			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DNSSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName()},
 	}
 }
 

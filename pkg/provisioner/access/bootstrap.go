@@ -2,6 +2,9 @@ package access
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/pki"
@@ -33,7 +37,8 @@ const (
 
 // Bindings are the ClusterRoleBindings every tenant starts with: its
 // kubeconfig users are cluster-admin, and kube-apiserver's kubelet client
-// may use the kubelet API (it carries no group, see pki).
+// may use the kubelet API (it carries no group, see pki); then those of
+// node join (join.go).
 func Bindings() []*rbacac.ClusterRoleBindingApplyConfiguration {
 	bind := func(name, role, kind, subject string) *rbacac.ClusterRoleBindingApplyConfiguration {
 		return rbacac.ClusterRoleBinding(name).
@@ -41,11 +46,14 @@ func Bindings() []*rbacac.ClusterRoleBindingApplyConfiguration {
 			WithRoleRef(rbacac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(role)).
 			WithSubjects(rbacac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(kind).WithName(subject))
 	}
-	return []*rbacac.ClusterRoleBindingApplyConfiguration{
+	coredns := bind(CoreDNSRole, CoreDNSRole, rbacv1.ServiceAccountKind, dnsServiceAccount)
+	coredns.Subjects[0].WithAPIGroup("").WithNamespace(dnsNamespace)
+	return append([]*rbacac.ClusterRoleBindingApplyConfiguration{
 		bind("capn:cluster-admins", "cluster-admin", rbacv1.GroupKind, TenantAdminsGroup),
 		bind("capn:kube-apiserver-kubelet-client", "system:kubelet-api-admin", rbacv1.UserKind, pki.KubeletClientCommonName),
 		bind(TenantSyncerRole, TenantSyncerRole, rbacv1.UserKind, pki.SyncerUser),
-	}
+		coredns,
+	}, joinBindings()...)
 }
 
 // TenantSyncerRole is the tenant ClusterRole of capn-syncer (pki.SyncerUser):
@@ -59,9 +67,6 @@ const TenantSyncerRole = "capn:syncer"
 
 // TenantSyncerRules are TenantSyncerRole's rules.
 func TenantSyncerRules() []*rbacac.PolicyRuleApplyConfiguration {
-	rule := func(group string, resources []string, verbs ...string) *rbacac.PolicyRuleApplyConfiguration {
-		return rbacac.PolicyRule().WithAPIGroups(group).WithResources(resources...).WithVerbs(verbs...)
-	}
 	read := []string{"get", "list", "watch"}
 	return []*rbacac.PolicyRuleApplyConfiguration{
 		rule("", []string{"pods"}, append(read, "update", "patch", "delete")...),
@@ -190,42 +195,75 @@ func DescribeTenantError(err error) string {
 	}
 }
 
-// Bootstrap applies Bindings to a tenant and reports whether anything
-// changed. A binding already in place is left alone (no write); one that is
-// missing or altered is server-side applied, so a binding a tenant deleted
-// by mistake comes back the next time capn bootstraps (after a restart).
+// Bootstrap applies the tenant's RBAC (Bindings, the ClusterRoles and
+// Roles they name) and reports whether anything changed. An object
+// already in place is left alone (no write); one that is missing or
+// altered is server-side applied, so one a tenant deleted by mistake comes
+// back the next time capn bootstraps (after a restart, or when
+// BootstrapRevision changes).
 func Bootstrap(ctx context.Context, tenant kubernetes.Interface) (bool, error) {
 	changed := false
-	role := rbacac.ClusterRole(TenantSyncerRole).
-		WithLabels(map[string]string{"app.kubernetes.io/managed-by": "capn"}).
-		WithRules(TenantSyncerRules()...)
-	live, err := tenant.RbacV1().ClusterRoles().Get(ctx, TenantSyncerRole, metav1.GetOptions{})
-	switch {
-	case err == nil && rulesMatch(live.Rules, role.Rules):
-	case err != nil && !apierrors.IsNotFound(err):
-		return changed, fmt.Errorf("reading ClusterRole %s in the tenant: %w", TenantSyncerRole, err)
-	default:
-		if _, err := tenant.RbacV1().ClusterRoles().Apply(ctx, role,
-			metav1.ApplyOptions{FieldManager: bootstrapFieldName, Force: true}); err != nil {
-			return changed, fmt.Errorf("applying ClusterRole %s in the tenant: %w", TenantSyncerRole, err)
+	opts := metav1.ApplyOptions{FieldManager: bootstrapFieldName, Force: true}
+	rbac := tenant.RbacV1()
+	step := func(kind, name string, current func() (bool, error), apply func() error) error {
+		ok, err := current()
+		switch {
+		case err == nil && ok:
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading %s %s in the tenant: %w", kind, name, err)
+		}
+		if err := apply(); err != nil {
+			return fmt.Errorf("applying %s %s in the tenant: %w", kind, name, err)
 		}
 		changed = true
+		return nil
+	}
+	for _, r := range tenantRoles() {
+		if err := step("ClusterRole", *r.Name, func() (bool, error) {
+			live, err := rbac.ClusterRoles().Get(ctx, *r.Name, metav1.GetOptions{})
+			return err == nil && rulesMatch(live.Rules, r.Rules), err
+		}, func() error { _, err := rbac.ClusterRoles().Apply(ctx, r, opts); return err }); err != nil {
+			return changed, err
+		}
+	}
+	for _, r := range namespacedRoles() {
+		if err := step("Role", *r.Namespace+"/"+*r.Name, func() (bool, error) {
+			live, err := rbac.Roles(*r.Namespace).Get(ctx, *r.Name, metav1.GetOptions{})
+			return err == nil && rulesMatch(live.Rules, r.Rules), err
+		}, func() error { _, err := rbac.Roles(*r.Namespace).Apply(ctx, r, opts); return err }); err != nil {
+			return changed, err
+		}
 	}
 	for _, b := range Bindings() {
-		live, err := tenant.RbacV1().ClusterRoleBindings().Get(ctx, *b.Name, metav1.GetOptions{})
-		switch {
-		case err == nil && matches(live, b):
-			continue
-		case err != nil && !apierrors.IsNotFound(err):
-			return changed, fmt.Errorf("reading ClusterRoleBinding %s in the tenant: %w", *b.Name, err)
+		if err := step("ClusterRoleBinding", *b.Name, func() (bool, error) {
+			live, err := rbac.ClusterRoleBindings().Get(ctx, *b.Name, metav1.GetOptions{})
+			return err == nil && bindingMatches(live.RoleRef, live.Subjects, b.RoleRef, b.Subjects), err
+		}, func() error { _, err := rbac.ClusterRoleBindings().Apply(ctx, b, opts); return err }); err != nil {
+			return changed, err
 		}
-		if _, err := tenant.RbacV1().ClusterRoleBindings().Apply(ctx, b,
-			metav1.ApplyOptions{FieldManager: bootstrapFieldName, Force: true}); err != nil {
-			return changed, fmt.Errorf("applying ClusterRoleBinding %s in the tenant: %w", *b.Name, err)
+	}
+	for _, b := range namespacedBindings() {
+		if err := step("RoleBinding", *b.Namespace+"/"+*b.Name, func() (bool, error) {
+			live, err := rbac.RoleBindings(*b.Namespace).Get(ctx, *b.Name, metav1.GetOptions{})
+			return err == nil && bindingMatches(live.RoleRef, live.Subjects, b.RoleRef, b.Subjects), err
+		}, func() error { _, err := rbac.RoleBindings(*b.Namespace).Apply(ctx, b, opts); return err }); err != nil {
+			return changed, err
 		}
-		changed = true
 	}
 	return changed, nil
+}
+
+// BootstrapRevision is a digest of everything Bootstrap applies. The
+// provisioner records it with each tenant's bootstrap, so a capn release
+// that grants something new bootstraps every tenant once more.
+func BootstrapRevision() string {
+	b, err := json.Marshal([]any{tenantRoles(), namespacedRoles(), Bindings(), namespacedBindings()})
+	if err != nil {
+		panic(fmt.Sprintf("marshalling the bootstrap objects: %v", err)) // static data
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 func rulesMatch(live []rbacv1.PolicyRule, want []rbacac.PolicyRuleApplyConfiguration) bool {
@@ -235,22 +273,20 @@ func rulesMatch(live []rbacv1.PolicyRule, want []rbacac.PolicyRuleApplyConfigura
 	for i, w := range want {
 		l := live[i]
 		if !slices.Equal(l.APIGroups, w.APIGroups) || !slices.Equal(l.Resources, w.Resources) || !slices.Equal(l.Verbs, w.Verbs) ||
-			len(l.ResourceNames) > 0 || len(l.NonResourceURLs) > 0 {
+			!slices.Equal(l.ResourceNames, w.ResourceNames) || len(l.NonResourceURLs) > 0 {
 			return false
 		}
 	}
 	return true
 }
 
-func matches(live *rbacv1.ClusterRoleBinding, want *rbacac.ClusterRoleBindingApplyConfiguration) bool {
-	r := want.RoleRef
-	if live.RoleRef.APIGroup != *r.APIGroup || live.RoleRef.Kind != *r.Kind || live.RoleRef.Name != *r.Name ||
-		len(live.Subjects) != len(want.Subjects) {
+func bindingMatches(liveRef rbacv1.RoleRef, liveSubjects []rbacv1.Subject, r *rbacac.RoleRefApplyConfiguration, subjects []rbacac.SubjectApplyConfiguration) bool {
+	if liveRef.APIGroup != *r.APIGroup || liveRef.Kind != *r.Kind || liveRef.Name != *r.Name || len(liveSubjects) != len(subjects) {
 		return false
 	}
-	for i, s := range want.Subjects {
-		l := live.Subjects[i]
-		if l.APIGroup != *s.APIGroup || l.Kind != *s.Kind || l.Name != *s.Name {
+	for i, s := range subjects {
+		l := liveSubjects[i]
+		if l.APIGroup != *s.APIGroup || l.Kind != *s.Kind || l.Name != *s.Name || l.Namespace != ptr.Deref(s.Namespace, "") {
 			return false
 		}
 	}

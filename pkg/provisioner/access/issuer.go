@@ -64,6 +64,24 @@ func (i *Issuer) Issue(ctx context.Context, nc *v1alpha1.NestedCluster, user str
 // be handed another cluster's CA (a name collision is refused with
 // provisioner.ErrNotOwned).
 func Endpoint(ctx context.Context, c kubernetes.Interface, nc *v1alpha1.NestedCluster) (*pki.CA, string, error) {
+	t, err := resolveTenant(ctx, c, nc)
+	if err != nil {
+		return nil, "", err
+	}
+	return t.ca, t.endpoint, nil
+}
+
+// tenantAddress is what Endpoint reads, and where capn itself reaches
+// the tenant apiserver from inside the management cluster.
+type tenantAddress struct {
+	namespace string
+	ca        *pki.CA
+	// endpoint is for tenants and nodes (provisioner.APIServerEndpoint),
+	// internal for capn (provisioner.APIServerURL).
+	endpoint, internal string
+}
+
+func resolveTenant(ctx context.Context, c kubernetes.Interface, nc *v1alpha1.NestedCluster) (*tenantAddress, error) {
 	ns, err := provisioner.ResolveNamespace(nc, func(name string) (map[string]string, error) {
 		live, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -75,28 +93,28 @@ func Endpoint(ctx context.Context, c kubernetes.Interface, nc *v1alpha1.NestedCl
 		return provisioner.NonNilLabels(live.Labels), nil
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("resolving the management namespace: %w", err)
+		return nil, fmt.Errorf("resolving the management namespace: %w", err)
 	}
 	sec, err := c.CoreV1().Secrets(ns).Get(ctx, provisioner.SecretCA, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, "", fmt.Errorf("%w: no cluster CA", ErrNotProvisioned)
+		return nil, fmt.Errorf("%w: no cluster CA", ErrNotProvisioned)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the cluster CA: %w", err)
+		return nil, fmt.Errorf("reading the cluster CA: %w", err)
 	}
 	ca, err := pki.ParseCA(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
-		return nil, "", fmt.Errorf("parsing the cluster CA of %s/%s: %w", nc.Namespace, nc.Name, err)
+		return nil, fmt.Errorf("parsing the cluster CA of %s/%s: %w", nc.Namespace, nc.Name, err)
 	}
 	svc, err := c.CoreV1().Services(ns).Get(ctx, provisioner.APIServerName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && svc.Spec.ClusterIP == "") {
-		return nil, "", fmt.Errorf("%w: no apiserver Service", ErrNotProvisioned)
+		return nil, fmt.Errorf("%w: no apiserver Service", ErrNotProvisioned)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the apiserver Service: %w", err)
+		return nil, fmt.Errorf("reading the apiserver Service: %w", err)
 	}
-	a := provisioner.Addresses{APIServerServiceIP: svc.Spec.ClusterIP, APIServerExternalAddress: LoadBalancerAddress(svc)}
-	return ca, provisioner.APIServerEndpoint(nc, a), nil
+	a := provisioner.Addresses{Namespace: ns, APIServerServiceIP: svc.Spec.ClusterIP, APIServerExternalAddress: LoadBalancerAddress(svc)}
+	return &tenantAddress{namespace: ns, ca: ca, endpoint: provisioner.APIServerEndpoint(nc, a), internal: provisioner.APIServerURL(nc, a)}, nil
 }
 
 // LoadBalancerAddress is a LoadBalancer Service's first ingress address (IP,

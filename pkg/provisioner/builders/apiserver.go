@@ -28,7 +28,8 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 
 	cn := nc.Spec.ClusterNetwork
 	in := profiles.Params{ServiceCIDR: cn.ServiceCIDR, PodCIDR: cn.PodCIDR, DNSDomain: cn.DNSDomain,
-		SharedDataPlane: nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared}
+		SharedDataPlane: nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared,
+		NodeJoin:        p.revision(component) >= JoinTemplateRevision}
 	// The etcd files have the same names whichever etcd it is; only the
 	// Secrets behind them differ.
 	etcdCA := file{provisioner.SecretEtcdCA, corev1.TLSCertKey, profiles.FileEtcdCACert}
@@ -45,7 +46,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		return nil, err
 	}
 
-	config := map[string]string{profiles.FileAuthenticationConfig: prof.AuthenticationConfig()}
+	config := map[string]string{profiles.FileAuthenticationConfig: prof.AuthenticationConfig(in)}
 	pki := projectedSecrets("pki", []file{
 		{provisioner.SecretCA, corev1.TLSCertKey, profiles.FileCACert},
 		{provisioner.SecretAPIServerServing, corev1.TLSCertKey, profiles.FileAPIServerCert},

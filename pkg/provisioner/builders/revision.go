@@ -30,7 +30,21 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	1: startup probes every 10 s.
 //	2: startup probes every 1 s with the same total budget, so a component
 //	   is seen started within a second of starting, not up to ten later.
-const LatestTemplateRevision = 2
+//	3: kube-apiserver accepts bootstrap tokens and anonymous reads of
+//	   kube-public/cluster-info, so real nodes can join
+//	   (JoinTemplateRevision).
+const LatestTemplateRevision = 3
+
+// JoinTemplateRevision is the first revision whose kube-apiserver lets
+// nodes join with a bootstrap token. An apiserver rendered earlier gets it
+// when its pods next roll; nestedclusters/jointoken answers 409 until then.
+const JoinTemplateRevision = 3
+
+// SupportsJoin reports whether a live kube-apiserver workload was rendered
+// at a revision that accepts bootstrap tokens.
+func SupportsJoin(apiserver metav1.Object) bool {
+	return RevisionOf(apiserver) >= JoinTemplateRevision
+}
 
 // TemplateRevisions maps a component to the revision to render it at;
 // a component that is absent (or 0) gets the target revision.

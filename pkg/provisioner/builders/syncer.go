@@ -16,6 +16,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
+	"capn.dev/capn/pkg/versions"
 )
 
 // DataPlane is the provider's side of the Shared data plane
@@ -39,17 +40,24 @@ type DataPlane struct {
 	SyncerImage string
 	// RuntimeClasses tenant pods may name.
 	RuntimeClasses []string
+	// DNSImage is the DNS addon's image unless spec.dns.image names one;
+	// empty means versions.CoreDNSImage. DNSUpstreams are the resolvers it
+	// forwards outside names to; empty forwards nothing.
+	DNSImage     string
+	DNSUpstreams []string
 }
 
 // DefaultSyncerImage is the image `make images` builds.
 const DefaultSyncerImage = "capn.dev/capn-syncer:dev"
 
 // syncerHealthPort serves the syncer's /healthz and /readyz;
-// syncerWebhookPort the tenant's Service admission webhook (HTTPS, called
-// by the tenant apiserver at the leader's pod IP).
+// syncerWebhookPort the tenant's Service admission webhook and
+// syncerKubeletPort the virtual Nodes' kubelet API (both HTTPS, called by
+// the tenant apiserver at the leader's pod IP).
 const (
 	syncerHealthPort  = 10270
 	syncerWebhookPort = 10271
+	syncerKubeletPort = 10250
 )
 
 // DefaultWorkloadQuota is the workload namespace's quota when the
@@ -121,6 +129,15 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		"health-address":            ":" + strconv.Itoa(syncerHealthPort),
 		"webhook-bind-address":      ":" + strconv.Itoa(syncerWebhookPort),
 		"webhook-advertise-address": "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerWebhookPort),
+		"kubelet-bind-address":      ":" + strconv.Itoa(syncerKubeletPort),
+		"kubelet-advertise-address": "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerKubeletPort),
+		"dns-addon":                 strconv.FormatBool(nc.Spec.DNS.Mode != v1alpha1.DNSNone),
+	}
+	if nc.Spec.DNS.Mode != v1alpha1.DNSNone {
+		flags["dns-image"] = dnsImage(nc, dp)
+		if len(dp.DNSUpstreams) > 0 {
+			flags["dns-upstreams"] = strings.Join(dp.DNSUpstreams, ",")
+		}
 	}
 	maps.Copy(flags, nc.Spec.Syncer.ExtraArgs) // validation refused owned flags
 	var args []string
@@ -132,7 +149,7 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		Image:          image,
 		Command:        []string{component},
 		Args:           args,
-		Ports:          []corev1.ContainerPort{tcpPort("health", syncerHealthPort), tcpPort("webhook", syncerWebhookPort)},
+		Ports:          []corev1.ContainerPort{tcpPort("health", syncerHealthPort), tcpPort("webhook", syncerWebhookPort), tcpPort("kubelet", syncerKubeletPort)},
 		ReadinessProbe: httpProbe("/readyz", syncerHealthPort, 2, 3),
 		LivenessProbe:  httpProbe("/healthz", syncerHealthPort, 10, 6),
 		VolumeMounts:   []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
@@ -159,6 +176,19 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	return appendObjects(objs, podDisruptionBudget(nc, p, provisioner.SyncerName, component, replicas)), nil
 }
 
+// dnsImage is the tenant's CoreDNS image: its own choice, else the
+// provider's. A tenant may pick any image, as it may for any of its pods:
+// the addon runs as a tenant workload, with no credential of capn's.
+func dnsImage(nc *v1alpha1.NestedCluster, dp DataPlane) string {
+	switch {
+	case nc.Spec.DNS.Image != "":
+		return nc.Spec.DNS.Image
+	case dp.DNSImage != "":
+		return dp.DNSImage
+	}
+	return versions.CoreDNSImage
+}
+
 // hostNodeSelector ANDs the provider's selector with the tenant's: the
 // tenant can only choose among the nodes the provider offers (a key both
 // set to different values selects nothing).
@@ -177,14 +207,15 @@ func hostNodeSelector(provider, tenant map[string]string) string {
 // between clusters (NetworkPolicy sees it after the kubernetes Service is
 // translated, at a node or control-plane address), so that rule is by
 // port: 443 and 6443. Only the tenant apiserver reaches it, at the
-// Service webhook (and the kubelet's probes, which policy does not see).
+// Service webhook and the virtual Nodes' kubelet API (and the kubelet's
+// probes, which policy does not see).
 func syncerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
 	return networkPolicy(objectMeta(nc, p, NetworkPolicySyncer, v1alpha1.ComponentSyncer), networkingv1.NetworkPolicySpec{
 		PodSelector: podSelector(nc, v1alpha1.ComponentSyncer),
 		PolicyTypes: bothPolicyTypes,
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{
 			From:  []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)},
-			Ports: tcpPorts(syncerWebhookPort),
+			Ports: tcpPorts(syncerWebhookPort, syncerKubeletPort),
 		}},
 		Egress: []networkingv1.NetworkPolicyEgressRule{
 			{To: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.APIServerPort)},

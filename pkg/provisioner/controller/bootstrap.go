@@ -101,10 +101,12 @@ const tenantBootstrapTimeout = 30 * time.Second
 // and the etcd pods (none with an external etcd, which capn does not run
 // and cannot see lose data). A replaced pod of a PersistentVolume etcd also
 // changes it: the bootstrap then runs again and finds the bindings in
-// place, which costs a few requests and no Event.
-func bootstrapKey(caCert []byte, etcdPods []string) string {
+// place, which costs a few requests and no Event. revision is
+// access.BootstrapRevision: a capn that grants more bootstraps again.
+func bootstrapKey(caCert []byte, etcdPods []string, revision string) string {
 	h := sha256.New()
 	h.Write(caCert)
+	h.Write([]byte("\nrevision " + revision))
 	for _, uid := range slices.Sorted(slices.Values(etcdPods)) {
 		h.Write([]byte("\n" + uid))
 	}
@@ -146,7 +148,7 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	if err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
-	caID := bootstrapKey(ca[corev1.TLSCertKey], etcdPods)
+	caID := bootstrapKey(ca[corev1.TLSCertKey], etcdPods, access.BootstrapRevision())
 	ns, err := c.mgmt.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}})
 	if err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, fmt.Errorf("getting namespace %s: %w", p.Namespace, err))

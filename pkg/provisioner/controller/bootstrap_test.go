@@ -288,3 +288,11 @@ func TestTenantRetrySchedule(t *testing.T) {
 	}
 	assert.Equal(t, maxTenantRetry, tenantRetry(1000))
 }
+
+// A capn release that grants tenants something new must bootstrap every
+// tenant again: the recorded key covers what Bootstrap applies.
+func TestBootstrapKeyCoversTheRevision(t *testing.T) {
+	ca, pods := []byte("ca"), []string{"uid-1"}
+	require.NotEqual(t, bootstrapKey(ca, pods, "r1"), bootstrapKey(ca, pods, "r2"))
+	require.Equal(t, bootstrapKey(ca, pods, access.BootstrapRevision()), bootstrapKey(ca, pods, access.BootstrapRevision()))
+}

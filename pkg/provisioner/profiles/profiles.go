@@ -50,6 +50,11 @@ type Params struct {
 	// SharedDataPlane: the tenant shares the management cluster's service
 	// range (spec.dataPlane.mode Shared).
 	SharedDataPlane bool
+	// NodeJoin: kube-apiserver accepts bootstrap tokens and answers
+	// anonymous GETs of kube-public/cluster-info, so real nodes can join
+	// (TLS bootstrap). The builders set it from template revision 3 on, so
+	// a capn upgrade does not roll every tenant apiserver to add it.
+	NodeJoin bool
 
 	// EtcdInitialCluster, EtcdInitialAdvertisePeerURLs and
 	// EtcdAdvertiseClientURLs describe the etcd membership; they may

@@ -207,26 +207,31 @@ func TestConfigFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		js, err := utilyaml.ToJSON([]byte(p.AuthenticationConfig()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var authn apiserverv1.AuthenticationConfiguration
-		dec := json.NewDecoder(strings.NewReader(string(js)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&authn); err != nil {
-			t.Fatalf("v1.%d authentication config: %v", m.Minor, err)
-		}
-		if authn.Anonymous == nil || !authn.Anonymous.Enabled {
-			t.Fatalf("v1.%d: anonymous section missing", m.Minor)
-		}
-		var paths []string
-		for _, c := range authn.Anonymous.Conditions {
-			paths = append(paths, c.Path)
-		}
-		sort.Strings(paths)
-		if got := fmt.Sprint(paths); got != "[/healthz /livez /readyz]" {
-			t.Errorf("v1.%d: anonymous paths = %s", m.Minor, got)
+		for join, want := range map[bool]string{
+			false: "[/healthz /livez /readyz]",
+			true:  "[/api/v1/namespaces/kube-public/configmaps/cluster-info /healthz /livez /readyz]",
+		} {
+			js, err := utilyaml.ToJSON([]byte(p.AuthenticationConfig(Params{NodeJoin: join})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var authn apiserverv1.AuthenticationConfiguration
+			dec := json.NewDecoder(strings.NewReader(string(js)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&authn); err != nil {
+				t.Fatalf("v1.%d authentication config: %v", m.Minor, err)
+			}
+			if authn.Anonymous == nil || !authn.Anonymous.Enabled {
+				t.Fatalf("v1.%d: anonymous section missing", m.Minor)
+			}
+			var paths []string
+			for _, c := range authn.Anonymous.Conditions {
+				paths = append(paths, c.Path)
+			}
+			sort.Strings(paths)
+			if got := fmt.Sprint(paths); got != want {
+				t.Errorf("v1.%d, node join %v: anonymous paths = %s", m.Minor, join, got)
+			}
 		}
 		if sc := p.SchedulerConfig(); !strings.Contains(sc, "kind: KubeSchedulerConfiguration") || !strings.Contains(sc, "kubeconfig: /") {
 			t.Errorf("v1.%d scheduler config:\n%s", m.Minor, sc)

@@ -83,6 +83,14 @@ func apiServerFlags(in Params) Flags {
 	if in.SharedDataPlane {
 		f["endpoint-reconciler-type"] = "none"
 	}
+	// Real nodes join with a bootstrap token (nestedclusters/jointoken):
+	// kube-controller-manager's bootstrapsigner and tokencleaner, its
+	// cluster-signing CA, and the tenant RBAC (access/join.go) do the
+	// rest. The token authenticator is independent of
+	// --authentication-config in both supported minors.
+	if in.NodeJoin {
+		f["enable-bootstrap-token-auth"] = "true"
+	}
 	return f
 }
 
@@ -194,11 +202,18 @@ func EtcdFlags(in Params) Flags {
 }
 
 // AuthenticationConfig is kube-apiserver's --authentication-config file:
-// no authenticators beyond certificates and service-account tokens, and
-// anonymous requests only for the health endpoints, which the kubelet probes
-// without credentials and system:public-info-viewer already allows.
-func (p Profile) AuthenticationConfig() string {
-	return `apiVersion: apiserver.config.k8s.io/v1
+// no authenticators beyond certificates, service-account tokens (and,
+// with NodeJoin, bootstrap tokens), and anonymous requests only for the
+// health endpoints, which the kubelet probes without credentials and
+// system:public-info-viewer already allows. With NodeJoin, also for
+// exactly kube-public/cluster-info: the discovery document kubeadm-style
+// joins read before they hold any credential (the cluster CA and the
+// endpoint, signed by bootstrapsigner with each token); RBAC in the tenant
+// grants system:anonymous get on that one ConfigMap and nothing else, and
+// this file keeps anonymous requests off every other path whatever RBAC a
+// tenant adds.
+func (p Profile) AuthenticationConfig(in Params) string {
+	s := `apiVersion: apiserver.config.k8s.io/v1
 kind: AuthenticationConfiguration
 anonymous:
   enabled: true
@@ -207,7 +222,15 @@ anonymous:
   - path: /readyz
   - path: /healthz
 `
+	if in.NodeJoin {
+		s += "  - path: " + ClusterInfoPath + "\n"
+	}
+	return s
 }
+
+// ClusterInfoPath is the one API path anonymous requests may read when
+// nodes can join: the kube-public/cluster-info ConfigMap.
+const ClusterInfoPath = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
 
 // SchedulerConfig is kube-scheduler's --config file. Profiling is off as it
 // is for the other components (the --profiling flag is ignored with

@@ -69,23 +69,9 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 	if errs := validation.ValidateKubeconfigRequest(req, r.max); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(capn.Kind("NestedClusterKubeconfigRequest"), name, errs)
 	}
-	requester, ok := genericapirequest.UserFrom(ctx)
-	if !ok || requester.GetName() == "" || requester.GetName() == user.Anonymous {
-		return nil, apierrors.NewForbidden(capn.Resource("nestedclusters/kubeconfig"), name,
-			errors.New("a tenant kubeconfig is issued to an authenticated user only"))
-	}
-	if createValidation != nil {
-		if err := createValidation(ctx, req); err != nil {
-			return nil, err
-		}
-	}
-	got, err := r.store.Get(ctx, name, &metav1.GetOptions{})
+	nc, requester, err := credentialTarget(ctx, r.store, "nestedclusters/kubeconfig", name, req, createValidation, "a tenant kubeconfig")
 	if err != nil {
 		return nil, err
-	}
-	nc := got.(*capn.NestedCluster)
-	if nc.DeletionTimestamp != nil {
-		return nil, apierrors.NewConflict(capn.Resource("nestedclusters/kubeconfig"), name, errors.New("the NestedCluster is being deleted"))
 	}
 	out := req.DeepCopy()
 	out.Name, out.Namespace = nc.Name, nc.Namespace
@@ -110,4 +96,31 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 	out.Status.Kubeconfig = string(data)
 	out.Status.ExpirationTimestamp = metav1.NewTime(expires)
 	return out, nil
+}
+
+// credentialTarget is what /kubeconfig and /jointoken check once the
+// request itself is valid: the requester is an authenticated user (the
+// credential is issued in their name), admission allows it, and the
+// NestedCluster exists and is not being deleted.
+func credentialTarget(ctx context.Context, store *genericregistry.Store, resource, name string, req runtime.Object,
+	createValidation rest.ValidateObjectFunc, what string) (*capn.NestedCluster, user.Info, error) {
+	requester, ok := genericapirequest.UserFrom(ctx)
+	if !ok || requester.GetName() == "" || requester.GetName() == user.Anonymous {
+		return nil, nil, apierrors.NewForbidden(capn.Resource(resource), name,
+			errors.New(what+" is issued to an authenticated user only"))
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, req); err != nil {
+			return nil, nil, err
+		}
+	}
+	got, err := store.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	nc := got.(*capn.NestedCluster)
+	if nc.DeletionTimestamp != nil {
+		return nil, nil, apierrors.NewConflict(capn.Resource(resource), name, errors.New("the NestedCluster is being deleted"))
+	}
+	return nc, requester, nil
 }

@@ -16,12 +16,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"time"
+
+	"capn.dev/capn/pkg/syncer/names"
 )
 
-// VirtualNodeLabel marks the Nodes the syncer publishes in a tenant. It is
-// what the syncer lists and deletes; a Node without it (a real node that
-// joined the tenant) is never touched.
-const VirtualNodeLabel = "capn.dev/virtual-node"
+// VirtualNodeLabel is names.VirtualNodeLabel, where it is defined.
+const VirtualNodeLabel = names.VirtualNodeLabel
 
 // heartbeatPeriod and leaseDuration are the kubelet's defaults: the
 // tenant's node lifecycle controller sees a virtual Node exactly as it
@@ -39,10 +39,21 @@ var mirroredLabels = []string{
 	corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.LabelInstanceTypeStable,
 }
 
+// KubeletEndpoint is where the syncer serves the kubelet API of its
+// virtual Nodes (logs, exec, attach, port-forward).
+type KubeletEndpoint struct {
+	IP   string
+	Port int32
+}
+
 // VirtualNode is the tenant Node that mirrors host: same name, the
-// well-known labels, capacity, allocatable, the kubelet's conditions,
-// addresses and node info, and unschedulable when host is. Pure.
-func VirtualNode(host *corev1.Node) *corev1.Node {
+// well-known labels, capacity, allocatable, the kubelet's conditions and
+// node info, and unschedulable when host is. Its address and kubelet port
+// are kubelet's, the syncer's, when set: the tenant apiserver calls the
+// kubelet API there and the syncer replays it to the management cluster;
+// the host node's own addresses would lead the tenant apiserver to the
+// real kubelet, which does not know it. Pure.
+func VirtualNode(host *corev1.Node, kubelet *KubeletEndpoint) *corev1.Node {
 	l := map[string]string{VirtualNodeLabel: "true"}
 	for _, k := range mirroredLabels {
 		if v, ok := host.Labels[k]; ok {
@@ -56,7 +67,7 @@ func VirtualNode(host *corev1.Node) *corev1.Node {
 			conds = append(conds, c)
 		}
 	}
-	return &corev1.Node{
+	v := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: host.Name, Labels: l},
 		Spec:       corev1.NodeSpec{Unschedulable: host.Spec.Unschedulable},
 		Status: corev1.NodeStatus{
@@ -67,6 +78,11 @@ func VirtualNode(host *corev1.Node) *corev1.Node {
 			NodeInfo:    host.Status.NodeInfo,
 		},
 	}
+	if kubelet != nil {
+		v.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: kubelet.IP}, {Type: corev1.NodeHostName, Address: host.Name}}
+		v.Status.DaemonEndpoints.KubeletEndpoint.Port = kubelet.Port
+	}
+	return v
 }
 
 // syncNode makes the tenant's virtual Node name match the host node of
@@ -93,7 +109,7 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	want := VirtualNode(host)
+	want := VirtualNode(host, s.o.Kubelet.endpoint())
 	cur, err := s.tenantNodes.Get(name)
 	if apierrors.IsNotFound(err) {
 		created, err := nodes.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
@@ -122,6 +138,7 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		!equality.Semantic.DeepEqual(cur.Status.Allocatable, want.Status.Allocatable) ||
 		!equality.Semantic.DeepEqual(cur.Status.Conditions, want.Status.Conditions) ||
 		!equality.Semantic.DeepEqual(cur.Status.Addresses, want.Status.Addresses) ||
+		cur.Status.DaemonEndpoints != want.Status.DaemonEndpoints ||
 		cur.Status.NodeInfo != want.Status.NodeInfo {
 		// A merge patch of what the syncer owns, without a resourceVersion:
 		// the host kubelet's heartbeat moves these every few seconds, and the
@@ -130,6 +147,7 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		patch, err := json.Marshal(map[string]any{"status": map[string]any{
 			"capacity": resourcesPatch(cur.Status.Capacity, want.Status.Capacity), "allocatable": resourcesPatch(cur.Status.Allocatable, want.Status.Allocatable),
 			"conditions": want.Status.Conditions, "addresses": want.Status.Addresses, "nodeInfo": want.Status.NodeInfo,
+			"daemonEndpoints": want.Status.DaemonEndpoints,
 		}})
 		if err != nil {
 			return err

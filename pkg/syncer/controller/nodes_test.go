@@ -32,7 +32,7 @@ func TestVirtualNodeMirrorsTheHostNode(t *testing.T) {
 			NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"},
 		},
 	}
-	v := VirtualNode(host)
+	v := VirtualNode(host, nil)
 	assert.Equal(t, "node-1", v.Name)
 	assert.Equal(t, map[string]string{VirtualNodeLabel: "true", corev1.LabelHostname: "node-1", corev1.LabelOSStable: "linux", corev1.LabelTopologyZone: "z1"}, v.Labels,
 		"only the well-known topology labels: provider labels and roles stay on the host")
@@ -50,7 +50,7 @@ func TestSyncNodeDropsAResourceTheHostLost(t *testing.T) {
 	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{
 		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 	}}
-	cur := VirtualNode(host)
+	cur := VirtualNode(host, nil)
 	cur.Status.Capacity["example.com/gpu"] = resource.MustParse("1")
 	cur.Status.Allocatable["example.com/gpu"] = resource.MustParse("1")
 	hosts := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
@@ -66,4 +66,19 @@ func TestSyncNodeDropsAResourceTheHostLost(t *testing.T) {
 	assert.NotContains(t, got.Status.Capacity, corev1.ResourceName("example.com/gpu"))
 	assert.NotContains(t, got.Status.Allocatable, corev1.ResourceName("example.com/gpu"))
 	assert.Equal(t, host.Status.Capacity, got.Status.Capacity)
+}
+
+// With the syncer serving the kubelet API, the tenant apiserver must reach
+// it, not the host node's real kubelet, which does not know the tenant.
+func TestVirtualNodeAdvertisesTheSyncerAsItsKubelet(t *testing.T) {
+	host := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Status: corev1.NodeStatus{
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}, {Type: corev1.NodeExternalIP, Address: "198.51.100.7"}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+		},
+	}
+	v := VirtualNode(host, &KubeletEndpoint{IP: "10.244.0.9", Port: 10350})
+	assert.Equal(t, []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.244.0.9"}, {Type: corev1.NodeHostName, Address: "node-1"}}, v.Status.Addresses)
+	assert.Equal(t, int32(10350), v.Status.DaemonEndpoints.KubeletEndpoint.Port)
 }

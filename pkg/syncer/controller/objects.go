@@ -18,7 +18,10 @@ import (
 )
 
 // managedBySelector selects the syncer's host objects.
-const managedBySelector = "app.kubernetes.io/managed-by=" + names.ManagedByValue
+const (
+	managedByLabel    = "app.kubernetes.io/managed-by"
+	managedBySelector = managedByLabel + "=" + names.ManagedByValue
+)
 
 // gcMinAge keeps the collector off copies made for a pod that is about to
 // be created: they are referenced only once it exists.
@@ -138,6 +141,8 @@ func (s *Syncer) syncObject(ctx context.Context, k string) error {
 		return s.collect(ctx)
 	case webhookKey:
 		return s.syncWebhook(ctx)
+	case dnsKey:
+		return s.syncDNS(ctx)
 	}
 	kind, rest, _ := strings.Cut(k, "/")
 	ns, name, _ := strings.Cut(rest, "/")

@@ -135,6 +135,11 @@ func isTerminal(p *corev1.Pod) bool {
 // tenant with the reasons and an Event; nothing is created for it.
 func (s *Syncer) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 	c := s.o.Pod
+	ns, err := s.nameserver()
+	if err != nil {
+		return fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+	}
+	c.Nameserver = ns
 	svcs, err := s.tenantServices.Services(tenant.Namespace).List(labels.Everything())
 	if err != nil {
 		return err

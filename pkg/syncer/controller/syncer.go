@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -74,6 +76,10 @@ type Options struct {
 	// Webhook, if set, serves the tenant's Service admission (ClusterIPs
 	// allocated on the host) and registers it in the tenant.
 	Webhook WebhookOptions
+	// DNS is the tenant's cluster DNS addon.
+	DNS DNSOptions
+	// Kubelet is where the virtual Nodes' kubelet API is advertised.
+	Kubelet KubeletOptions
 }
 
 // Syncer is one tenant's syncer.
@@ -104,6 +110,7 @@ type Syncer struct {
 	tenantWebhooks   admissionlisters.MutatingWebhookConfigurationLister
 	// webhookCA is the Service webhook's CA certificate (PEM).
 	webhookCA []byte
+	dns       *dnsState
 
 	pods workqueue.TypedRateLimitingInterface[string]
 	// podStatus holds the keys of tenant pods whose host pod changed: status
@@ -113,8 +120,8 @@ type Syncer struct {
 	nodes     workqueue.TypedRateLimitingInterface[string]
 	services  workqueue.TypedRateLimitingInterface[string]
 	// objects holds "configmap/<ns>/<name>" and "secret/<ns>/<name>" keys
-	// of tenant objects whose host copies may need an update, gcKey and
-	// webhookKey.
+	// of tenant objects whose host copies may need an update, gcKey,
+	// webhookKey and dnsKey.
 	objects workqueue.TypedRateLimitingInterface[string]
 
 	synced []cache.InformerSynced
@@ -185,7 +192,12 @@ func New(o Options) *Syncer {
 			s.podStatus.Add(id.Namespace + "/" + id.Name)
 		}
 	})
-	handle(tcm.Informer(), func(obj any) { s.objects.Add("configmap/" + key(obj)) })
+	handle(tcm.Informer(), func(obj any) {
+		s.objects.Add("configmap/" + key(obj))
+		if isDNSObject(obj) {
+			s.objects.Add(dnsKey)
+		}
+	})
 	handle(ts.Informer(), func(obj any) { s.objects.Add("secret/" + key(obj)) })
 	handle(hcm.Informer(), func(obj any) {
 		if id, ok := identity(obj); ok {
@@ -197,7 +209,13 @@ func New(o Options) *Syncer {
 			s.objects.Add("secret/" + id.Namespace + "/" + id.Name)
 		}
 	})
-	handle(tsvc.Informer(), func(obj any) { s.services.Add(key(obj)) })
+	handle(tsvc.Informer(), func(obj any) {
+		s.services.Add(key(obj))
+		if isDNSObject(obj) {
+			s.objects.Add(dnsKey)
+		}
+	})
+	s.dns = s.newDNSState()
 	// By namespace and name, not identity(): a host Service the webhook
 	// made has no tenant UID until syncService adopts it.
 	handle(hsvc.Informer(), func(obj any) {
@@ -216,7 +234,10 @@ func New(o Options) *Syncer {
 		hooks := s.tenantHook.Admissionregistration().V1().MutatingWebhookConfigurations()
 		s.tenantWebhooks = hooks.Lister()
 		s.synced = append(s.synced, hooks.Informer().HasSynced)
-		handle(hooks.Informer(), func(any) { s.objects.Add(webhookKey) })
+		handle(hooks.Informer(), func(any) {
+			s.objects.Add(webhookKey)
+			s.objects.Add(dnsKey)
+		})
 	}
 	handle(hn.Informer(), func(obj any) { s.nodes.Add(key(obj)) })
 	handle(tn.Informer(), func(obj any) { s.nodes.Add(key(obj)) })
@@ -239,6 +260,11 @@ func (s *Syncer) Run(ctx context.Context) error {
 			q.ShutDown()
 		}
 	}()
+	if s.o.Kubelet.endpoint() != nil {
+		if err := s.serveKubelet(ctx); err != nil {
+			return err
+		}
+	}
 	if s.o.Webhook.enabled() {
 		if err := s.serveWebhook(ctx); err != nil {
 			return err
@@ -247,6 +273,8 @@ func (s *Syncer) Run(ctx context.Context) error {
 		s.objects.Add(webhookKey)
 	}
 	s.tenant.Start(ctx.Done())
+	s.dns.factory.Start(ctx.Done())
+	s.objects.Add(dnsKey)
 	s.host.Start(ctx.Done())
 	s.hostNode.Start(ctx.Done())
 	if !cache.WaitForNamedCacheSync("capn-syncer", ctx.Done(), s.synced...) {
@@ -335,4 +363,32 @@ func identity(obj any) (names.Identity, bool) {
 		return names.Identity{}, false
 	}
 	return names.IdentityOf(m.GetLabels(), m.GetAnnotations())
+}
+
+// KubeletOptions serve the kubelet API of the virtual Nodes (logs, exec,
+// attach, port-forward), from the leader, which replays each call to the
+// management apiserver (pkg/syncer/kubelet).
+type KubeletOptions struct {
+	// AdvertiseIP and Port are the virtual Nodes' InternalIP and kubelet
+	// port: where the tenant apiserver reaches this syncer. Empty
+	// AdvertiseIP: the virtual Nodes keep the host nodes' addresses and
+	// nothing is served.
+	AdvertiseIP string
+	Port        int32
+	// BindAddress is the host:port the HTTPS server listens on.
+	BindAddress string
+	// ClientCAs verify the tenant apiserver's kubelet client certificate,
+	// whose common name must be one of ClientCommonNames.
+	ClientCAs         *x509.CertPool
+	ClientCommonNames []string
+	// Management is the syncer's own management configuration, which
+	// every replayed call authenticates with.
+	Management *rest.Config
+}
+
+func (k KubeletOptions) endpoint() *KubeletEndpoint {
+	if k.AdvertiseIP == "" {
+		return nil
+	}
+	return &KubeletEndpoint{IP: k.AdvertiseIP, Port: k.Port}
 }

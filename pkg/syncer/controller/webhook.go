@@ -77,12 +77,12 @@ type WebhookOptions struct {
 
 func (o WebhookOptions) enabled() bool { return o.AdvertiseAddress != "" }
 
-// webhookCerts is the webhook's serving identity: a CA made at start that
-// lives only in memory (the tenant sees its certificate in caBundle,
-// never its key), and a short leaf re-signed before it expires, so a
-// leader may serve for years. A new leader makes its own CA and points
+// servingCerts is the serving identity of the webhook and the kubelet
+// API: a CA made at start that lives only in memory (the tenant sees its
+// certificate in caBundle, never its key), and a short leaf re-signed
+// before it expires, so a leader may serve for years. A new leader makes its own CA and points
 // the configuration at itself.
-type webhookCerts struct {
+type servingCerts struct {
 	host    string
 	caKey   *ecdsa.PrivateKey
 	ca      *x509.Certificate
@@ -98,7 +98,7 @@ const (
 	webhookLeafValidity = 90 * 24 * time.Hour
 )
 
-func newWebhookCerts(host string, now func() time.Time) (*webhookCerts, error) {
+func newServingCerts(host string, now func() time.Time) (*servingCerts, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("webhook CA key: %w", err)
@@ -117,7 +117,7 @@ func newWebhookCerts(host string, now func() time.Time) (*webhookCerts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &webhookCerts{host: host, caKey: key, ca: ca, caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), now: now}, nil
+	return &servingCerts{host: host, caKey: key, ca: ca, caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), now: now}, nil
 }
 
 func serial() *big.Int {
@@ -127,7 +127,7 @@ func serial() *big.Int {
 
 // getCertificate is tls.Config.GetCertificate: the leaf, re-signed at two
 // thirds of its life.
-func (c *webhookCerts) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (c *servingCerts) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.leaf != nil && c.now().Before(c.renewAt) {
@@ -164,7 +164,7 @@ func (s *Syncer) serveWebhook(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook advertise address: %w", err)
 	}
-	certs, err := newWebhookCerts(host, s.now)
+	certs, err := newServingCerts(host, s.now)
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,12 @@ func readable(s string, max int) string {
 	return strings.Trim(out, "-")
 }
 
+// VirtualNodeLabel marks the Nodes the syncer publishes in a tenant. It is
+// what the syncer lists and deletes; a Node without it (a real node that
+// joined the tenant) is never touched, and what must run on the
+// management cluster (the DNS addon) selects it.
+const VirtualNodeLabel = "capn.dev/virtual-node"
+
 // Labels and annotations that record a host object's tenant identity. The
 // syncer writes them and reads them back; they are the only way from a
 // host object to its tenant object, and the UID is checked before the

@@ -38,6 +38,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedClusterList{},
 		&NestedClusterUpgrade{},
 		&NestedClusterKubeconfigRequest{},
+		&NestedClusterJoinTokenRequest{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	// Without this, list/watch field selectors beyond name and namespace

@@ -11,6 +11,7 @@ import (
 // +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
 // +genclient:method=Upgrade,verb=create,subresource=upgrade,input=NestedClusterUpgrade,result=NestedCluster
 // +genclient:method=Kubeconfig,verb=create,subresource=kubeconfig,input=NestedClusterKubeconfigRequest,result=NestedClusterKubeconfigRequest
+// +genclient:method=JoinToken,verb=create,subresource=jointoken,input=NestedClusterJoinTokenRequest,result=NestedClusterJoinTokenRequest
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // NestedCluster is a Kubernetes control plane (etcd, kube-apiserver,
@@ -82,9 +83,39 @@ type NestedClusterSpec struct {
 	// +optional
 	Syncer ComponentSpec `json:"syncer,omitempty"`
 
+	// dns configures the tenant's cluster DNS: a CoreDNS addon in its
+	// kube-system that capn keeps in place (Shared mode only).
+	// +optional
+	DNS DNSSpec `json:"dns,omitempty"`
+
 	// paused stops the provisioner from changing anything for this cluster.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+}
+
+// DNSMode selects the tenant's cluster DNS.
+// +enum
+type DNSMode string
+
+const (
+	// DNSCoreDNS: capn runs CoreDNS in the tenant's kube-system, behind the
+	// Service kube-dns, and tenant pods resolve through it. The default in
+	// Shared mode.
+	DNSCoreDNS DNSMode = "CoreDNS"
+	// DNSNone: no cluster DNS; capn removes its addon. Tenant pods resolve
+	// nothing by name.
+	DNSNone DNSMode = "None"
+)
+
+// DNSSpec is the tenant's cluster DNS addon.
+type DNSSpec struct {
+	// mode is CoreDNS (the default when empty) or None.
+	// +optional
+	Mode DNSMode `json:"mode,omitempty"`
+	// image overrides the CoreDNS image. The addon runs as a tenant
+	// workload, so any image a tenant pod may run is allowed.
+	// +optional
+	Image string `json:"image,omitempty"`
 }
 
 // DataPlaneMode selects the tenant's data plane.
@@ -440,4 +471,69 @@ type NestedClusterKubeconfigRequestStatus struct {
 	// expirationTimestamp is when the client certificate expires.
 	// +optional
 	ExpirationTimestamp metav1.Time `json:"expirationTimestamp,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NestedClusterJoinTokenRequest is the body and the answer of a POST to
+// nestedclusters/NAME/jointoken. The server creates a bootstrap token in
+// the tenant (Secret kube-system/bootstrap-token-<id>) that expires after
+// spec.expirationSeconds, and answers with what a kubelet needs to join
+// the tenant with it: the endpoint, the cluster CA's hash and a ready-to-use
+// bootstrap kubeconfig. The token lets its holder request a node client
+// certificate (auto-approved) and nothing else; revoke it early by deleting
+// its Secret in the tenant. Nothing is stored in capn. RBAC grants it as
+// `create` on nestedclusters/jointoken.
+type NestedClusterJoinTokenRequest struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what the requester asks for.
+	// +optional
+	Spec NestedClusterJoinTokenRequestSpec `json:"spec,omitempty"`
+	// status is filled in by the server.
+	// +optional
+	Status NestedClusterJoinTokenRequestStatus `json:"status,omitempty"`
+}
+
+// NestedClusterJoinTokenRequestSpec is what a join-token request asks for.
+type NestedClusterJoinTokenRequestSpec struct {
+	// expirationSeconds is the requested lifetime of the bootstrap token.
+	// Defaults to 900 (15 minutes), or the server's maximum if that is
+	// shorter; at least 60, and at most the server's --max-join-token-ttl
+	// (1h unless configured otherwise). A node needs the token only until
+	// its first client certificate is issued; it renews that certificate
+	// with the certificate itself.
+	// +optional
+	ExpirationSeconds *int64 `json:"expirationSeconds,omitempty"`
+}
+
+// NestedClusterJoinTokenRequestStatus is the issued token and what a node
+// joins with.
+type NestedClusterJoinTokenRequestStatus struct {
+	// endpoint is the tenant apiserver's URL, as in status.endpoint of the
+	// NestedCluster: the load balancer when there is one, else the
+	// apiserver Service's ClusterIP. A node must be able to reach it.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// caCertHashes are the hashes of the tenant's cluster CA public key in
+	// kubeadm's format (sha256:<hex of the DER SubjectPublicKeyInfo>), for
+	// tools that discover the cluster from kube-public/cluster-info
+	// (kubeadm's --discovery-token-ca-cert-hash).
+	// +optional
+	// +listType=atomic
+	CACertHashes []string `json:"caCertHashes,omitempty"`
+	// token is the bootstrap token, <id>.<secret>. It is a credential:
+	// whoever holds it may register nodes in the tenant until it expires.
+	// +optional
+	Token string `json:"token,omitempty"`
+	// expirationTimestamp is when the token expires: the tenant apiserver
+	// refuses it from then on, and its kube-controller-manager deletes it.
+	// +optional
+	ExpirationTimestamp metav1.Time `json:"expirationTimestamp,omitempty"`
+	// bootstrapKubeconfig is a kubeconfig for the kubelet's
+	// --bootstrap-kubeconfig: the endpoint, the cluster CA and the token.
+	// +optional
+	BootstrapKubeconfig string `json:"bootstrapKubeconfig,omitempty"`
 }

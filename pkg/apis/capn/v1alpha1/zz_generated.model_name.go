@@ -47,6 +47,11 @@ func (in ComponentStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DNSSpec) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.DNSSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DataPlaneSpec) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.DataPlaneSpec"
 }
@@ -74,6 +79,21 @@ func (in ManagedEtcd) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NestedCluster) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.NestedCluster"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterJoinTokenRequest) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterJoinTokenRequest"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterJoinTokenRequestSpec) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterJoinTokenRequestSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterJoinTokenRequestStatus) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterJoinTokenRequestStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

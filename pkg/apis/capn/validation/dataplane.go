@@ -93,3 +93,29 @@ func ValidateQuotaCaps(quota, max corev1.ResourceList, fldPath *field.Path) fiel
 	}
 	return allErrs
 }
+
+var dnsModes = []capn.DNSMode{capn.DNSCoreDNS, capn.DNSNone}
+
+// validateDNS checks spec.dns. The addon runs as a tenant workload through
+// the syncer, so it exists only with a Shared data plane; asking for it
+// (or for its image) without one is refused rather than ignored.
+func validateDNS(dns *capn.DNSSpec, dataPlane capn.DataPlaneMode, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if dns.Mode != "" && !slices.Contains(dnsModes, dns.Mode) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("mode"), dns.Mode, dnsModes))
+	}
+	shared := dataPlane == capn.DataPlaneShared
+	if dns.Mode == capn.DNSCoreDNS && !shared {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("mode"), "CoreDNS only applies to spec.dataPlane.mode Shared"))
+	}
+	if dns.Image != "" {
+		if !shared {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child("image"), "only applies to spec.dataPlane.mode Shared"))
+		}
+		if dns.Mode == capn.DNSNone {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child("image"), "must be empty with mode None"))
+		}
+		allErrs = append(allErrs, validateImage(fldPath.Child("image"), dns.Image)...)
+	}
+	return allErrs
+}

@@ -58,7 +58,7 @@ var OwnedFlags = map[string]map[string]string{
 		"bind-address":                       whyBindAddress,
 		"authorization-mode":                 "tenant clusters always authorize with Node,RBAC, which capn's own access relies on",
 		"anonymous-auth":                     "anonymous access stays off on an apiserver reachable from the management cluster",
-		"authentication-config":              "capn's authentication config limits anonymous access to the health endpoints the kubelet probes",
+		"authentication-config":              "capn's authentication config limits anonymous access to the health endpoints the kubelet probes and kube-public/cluster-info",
 		"endpoint-reconciler-type":           "in Shared data-plane mode the tenant's kubernetes Service would otherwise publish the tenant apiserver's pod IP behind an IP that is the management cluster's own kubernetes Service",
 		"token-auth-file":                    "static token files are not supported: the file would live in capn's pod",
 	},
@@ -113,6 +113,9 @@ var OwnedFlags = map[string]map[string]string{
 		"workload-namespace":           whySyncerScope,
 		"tenant-apiserver-address":     "it is the tenant apiserver's Service address capn allocates",
 		"tenant-nameserver":            "it is the tenant DNS address capn allocates",
+		"dns-addon":                    "it is set from spec.dns.mode",
+		"dns-image":                    "it is set from spec.dns.image",
+		"dns-upstreams":                "it is the provider's --tenant-dns-upstreams: whether tenant DNS queries may leave the cluster",
 		"tenant-dns-domain":            "it is set from spec.clusterNetwork.dnsDomain",
 		"tenant-pod-security":          whySyncerScope,
 		"host-node-selector":           "it is the provider's selector ANDed with spec.dataPlane.nodeSelector",
@@ -124,13 +127,15 @@ var OwnedFlags = map[string]map[string]string{
 		"health-address":               "capn's probes read it",
 		"webhook-bind-address":         whySyncerWebhook,
 		"webhook-advertise-address":    whySyncerWebhook,
+		"kubelet-bind-address":         whySyncerWebhook,
+		"kubelet-advertise-address":    whySyncerWebhook,
 	},
 }
 
 // whySyncerWebhook: the tenant apiserver calls the syncer's Service
 // webhook at the pod address capn sets, and the NetworkPolicy admits
 // exactly that port.
-const whySyncerWebhook = "capn sets where the tenant apiserver calls the syncer's Service webhook"
+const whySyncerWebhook = "capn sets where the tenant apiserver calls the syncer (its Service webhook and the virtual Nodes' kubelet API)"
 
 // OwnedFlag reports whether flag (without leading dashes) is set by capn for
 // component ("kube-apiserver", "kube-controller-manager", "kube-scheduler"),

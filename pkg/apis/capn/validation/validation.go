@@ -140,6 +140,7 @@ func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateComponent(&spec.ControllerManager, v1alpha1.ComponentControllerManager, fldPath.Child("controllerManager"))...)
 	allErrs = append(allErrs, validateComponent(&spec.Scheduler, v1alpha1.ComponentScheduler, fldPath.Child("scheduler"))...)
 	allErrs = append(allErrs, validateDataPlane(&spec.DataPlane, fldPath.Child("dataPlane"))...)
+	allErrs = append(allErrs, validateDNS(&spec.DNS, spec.DataPlane.Mode, fldPath.Child("dns"))...)
 	if spec.DataPlane.Mode == capn.DataPlaneShared {
 		allErrs = append(allErrs, validateComponent(&spec.Syncer, v1alpha1.ComponentSyncer, fldPath.Child("syncer"))...)
 	}

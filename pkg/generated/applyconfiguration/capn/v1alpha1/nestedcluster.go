@@ -88,6 +88,12 @@ func ExtractNestedCluster(nestedCluster *capnv1alpha1.NestedCluster, fieldManage
 	return ExtractNestedClusterFrom(nestedCluster, fieldManager, "")
 }
 
+// ExtractNestedClusterJointoken extracts the applied configuration owned by fieldManager from
+// nestedCluster for the jointoken subresource.
+func ExtractNestedClusterJointoken(nestedCluster *capnv1alpha1.NestedCluster, fieldManager string) (*NestedClusterApplyConfiguration, error) {
+	return ExtractNestedClusterFrom(nestedCluster, fieldManager, "jointoken")
+}
+
 // ExtractNestedClusterKubeconfig extracts the applied configuration owned by fieldManager from
 // nestedCluster for the kubeconfig subresource.
 func ExtractNestedClusterKubeconfig(nestedCluster *capnv1alpha1.NestedCluster, fieldManager string) (*NestedClusterApplyConfiguration, error) {

@@ -47,6 +47,9 @@ type NestedClusterSpecApplyConfiguration struct {
 	// (capn-apiserver --allowed-syncer-images): the syncer holds a
 	// management credential.
 	Syncer *ComponentSpecApplyConfiguration `json:"syncer,omitempty"`
+	// dns configures the tenant's cluster DNS: a CoreDNS addon in its
+	// kube-system that capn keeps in place (Shared mode only).
+	DNS *DNSSpecApplyConfiguration `json:"dns,omitempty"`
 	// paused stops the provisioner from changing anything for this cluster.
 	Paused *bool `json:"paused,omitempty"`
 }
@@ -118,6 +121,14 @@ func (b *NestedClusterSpecApplyConfiguration) WithDataPlane(value *DataPlaneSpec
 // If called multiple times, the Syncer field is set to the value of the last call.
 func (b *NestedClusterSpecApplyConfiguration) WithSyncer(value *ComponentSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
 	b.Syncer = value
+	return b
+}
+
+// WithDNS sets the DNS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DNS field is set to the value of the last call.
+func (b *NestedClusterSpecApplyConfiguration) WithDNS(value *DNSSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
+	b.DNS = value
 	return b
 }
 

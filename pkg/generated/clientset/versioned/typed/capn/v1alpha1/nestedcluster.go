@@ -56,6 +56,7 @@ type NestedClusterInterface interface {
 	UpdateScale(ctx context.Context, nestedClusterName string, scale *autoscalingv1.Scale, opts v1.UpdateOptions) (*autoscalingv1.Scale, error)
 	Upgrade(ctx context.Context, nestedClusterName string, nestedClusterUpgrade *capnv1alpha1.NestedClusterUpgrade, opts v1.CreateOptions) (*capnv1alpha1.NestedCluster, error)
 	Kubeconfig(ctx context.Context, nestedClusterName string, nestedClusterKubeconfigRequest *capnv1alpha1.NestedClusterKubeconfigRequest, opts v1.CreateOptions) (*capnv1alpha1.NestedClusterKubeconfigRequest, error)
+	JoinToken(ctx context.Context, nestedClusterName string, nestedClusterJoinTokenRequest *capnv1alpha1.NestedClusterJoinTokenRequest, opts v1.CreateOptions) (*capnv1alpha1.NestedClusterJoinTokenRequest, error)
 
 	NestedClusterExpansion
 }
@@ -133,6 +134,21 @@ func (c *nestedClusters) Kubeconfig(ctx context.Context, nestedClusterName strin
 		SubResource("kubeconfig").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(nestedClusterKubeconfigRequest).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// JoinToken takes the representation of a nestedClusterJoinTokenRequest and creates it.  Returns the server's representation of the nestedClusterJoinTokenRequest, and an error, if there is any.
+func (c *nestedClusters) JoinToken(ctx context.Context, nestedClusterName string, nestedClusterJoinTokenRequest *capnv1alpha1.NestedClusterJoinTokenRequest, opts v1.CreateOptions) (result *capnv1alpha1.NestedClusterJoinTokenRequest, err error) {
+	result = &capnv1alpha1.NestedClusterJoinTokenRequest{}
+	err = c.GetClient().Post().
+		Namespace(c.GetNamespace()).
+		Resource("nestedclusters").
+		Name(nestedClusterName).
+		SubResource("jointoken").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(nestedClusterJoinTokenRequest).
 		Do(ctx).
 		Into(result)
 	return

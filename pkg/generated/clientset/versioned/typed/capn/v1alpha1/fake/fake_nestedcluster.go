@@ -104,3 +104,15 @@ func (c *fakeNestedClusters) Kubeconfig(ctx context.Context, nestedClusterName s
 	}
 	return obj.(*v1alpha1.NestedClusterKubeconfigRequest), err
 }
+
+// JoinToken takes the representation of a nestedClusterJoinTokenRequest and creates it.  Returns the server's representation of the nestedClusterJoinTokenRequest, and an error, if there is any.
+func (c *fakeNestedClusters) JoinToken(ctx context.Context, nestedClusterName string, nestedClusterJoinTokenRequest *v1alpha1.NestedClusterJoinTokenRequest, opts v1.CreateOptions) (result *v1alpha1.NestedClusterJoinTokenRequest, err error) {
+	emptyResult := &v1alpha1.NestedClusterJoinTokenRequest{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), nestedClusterName, "jointoken", c.Namespace(), nestedClusterJoinTokenRequest, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.NestedClusterJoinTokenRequest), err
+}

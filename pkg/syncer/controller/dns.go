@@ -1,0 +1,234 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"capn.dev/capn/pkg/syncer/addons"
+	"capn.dev/capn/pkg/syncer/names"
+)
+
+// DNSOptions configure the tenant's cluster DNS addon.
+type DNSOptions struct {
+	// Enabled keeps CoreDNS in the tenant's kube-system and points host
+	// pods at its Service. Disabled, the syncer removes the addon it made
+	// and host pods get Options.Pod.Nameserver.
+	Enabled bool
+	// Image is CoreDNS's image.
+	Image string
+	// Upstreams are the provider's resolvers for names outside the
+	// cluster; empty (the default) forwards nothing.
+	Upstreams []string
+}
+
+// dnsKey on the objects queue applies (or removes) the DNS addon.
+const dnsKey = "dns"
+
+// dnsFieldManager owns the addon's fields in the tenant.
+const dnsFieldManager = "capn-syncer-addons"
+
+// errNoClusterDNS is why a pod waits: its resolv.conf needs kube-dns's
+// address, which exists once the addon's Service does.
+var errNoClusterDNS = errors.New("waiting for the cluster DNS Service " + addons.DNSNamespace + "/" + addons.DNSServiceName + " to have an address")
+
+// dnsState is the addon's informers and what the syncer remembers of it.
+type dnsState struct {
+	factory         informers.SharedInformerFactory
+	deployments     appslisters.DeploymentLister
+	serviceAccounts corelisters.ServiceAccountLister
+
+	// ip is kube-dns's last address, reused when the Service is made
+	// again: running pods' resolv.conf names it. Only syncDNS reads and
+	// writes it, and the workqueue never runs one key twice at once.
+	ip string
+}
+
+// newDNSState watches the addon's Deployment and ServiceAccount (its
+// ConfigMap and Service are in the syncer's cluster-wide caches already):
+// only kube-system, only what carries the syncer's managed-by label. An
+// object whose label a tenant removes looks deleted, and is applied again.
+func (s *Syncer) newDNSState() *dnsState {
+	d := &dnsState{factory: informers.NewSharedInformerFactoryWithOptions(s.o.TenantWatch, s.o.ResyncPeriod,
+		informers.WithNamespace(addons.DNSNamespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedBySelector }))}
+	deps := d.factory.Apps().V1().Deployments()
+	sas := d.factory.Core().V1().ServiceAccounts()
+	d.deployments, d.serviceAccounts = deps.Lister(), sas.Lister()
+	s.synced = append(s.synced, deps.Informer().HasSynced, sas.Informer().HasSynced)
+	enqueue := func(obj any) {
+		if isDNSObject(obj) {
+			s.objects.Add(dnsKey)
+		}
+	}
+	// A Deployment's status moves with its pods; only a change to what
+	// capn applies (the spec, its labels) needs an apply.
+	_, _ = deps.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(metav1.Object)
+			c, ok2 := cur.(metav1.Object)
+			if ok1 && ok2 && o.GetGeneration() == c.GetGeneration() &&
+				labels.Equals(o.GetLabels(), c.GetLabels()) && labels.Equals(o.GetAnnotations(), c.GetAnnotations()) {
+				return
+			}
+			enqueue(cur)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			enqueue(obj)
+		},
+	})
+	handle(sas.Informer(), enqueue)
+	return d
+}
+
+// isDNSObject reports whether obj is one of the addon's objects, by
+// namespace and name: the ConfigMap and Service informers see every
+// namespace.
+func isDNSObject(obj any) bool {
+	m, ok := obj.(metav1.Object)
+	if !ok || m.GetNamespace() != addons.DNSNamespace {
+		return false
+	}
+	switch m.GetName() {
+	case addons.DNSName, addons.DNSServiceName:
+		return true
+	}
+	return false
+}
+
+// syncDNS applies the addon, or removes what the syncer made of it when
+// DNS is off. Applies are server-side and forced: a field capn sets that a
+// tenant edited comes back; fields capn does not set are the tenant's.
+func (s *Syncer) syncDNS(ctx context.Context) error {
+	if !s.o.DNS.Enabled {
+		return s.removeDNS(ctx)
+	}
+	c := addons.DNSConfig{Image: s.o.DNS.Image, Domain: s.o.Pod.DNSDomain, Upstreams: s.o.DNS.Upstreams, ClusterIP: s.dns.ip}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	live, err := s.tenantServices.Services(addons.DNSNamespace).Get(addons.DNSServiceName)
+	switch {
+	case err == nil && usableIP(live.Spec.ClusterIP):
+		c.ClusterIP = live.Spec.ClusterIP
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return err
+	}
+	if live == nil && !s.webhookRegistered() {
+		// Made before the webhook is in place, kube-dns would get its
+		// address from the tenant's allocator, which the host may have
+		// given to another Service: the webhook's registration enqueues
+		// this again.
+		return nil
+	}
+	o := addons.CoreDNS(c)
+	opts := metav1.ApplyOptions{FieldManager: dnsFieldManager, Force: true}
+	tenant := s.o.Tenant.CoreV1()
+	if _, err := tenant.ServiceAccounts(addons.DNSNamespace).Apply(ctx, o.ServiceAccount, opts); err != nil {
+		return fmt.Errorf("applying the DNS ServiceAccount: %w", err)
+	}
+	if _, err := tenant.ConfigMaps(addons.DNSNamespace).Apply(ctx, o.ConfigMap, opts); err != nil {
+		return fmt.Errorf("applying the DNS ConfigMap: %w", err)
+	}
+	svc, err := tenant.Services(addons.DNSNamespace).Apply(ctx, o.Service, opts)
+	if err != nil && c.ClusterIP != "" && live == nil && apierrors.IsInvalid(err) {
+		// The address kube-dns had was given to another Service on the
+		// host meanwhile: take a new one. Pods made before keep the old
+		// one in their resolv.conf until they are recreated.
+		klog.FromContext(ctx).Info("The cluster DNS address is taken; allocating another", "previous", c.ClusterIP)
+		o.Service.Spec.ClusterIP = nil
+		svc, err = tenant.Services(addons.DNSNamespace).Apply(ctx, o.Service, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("applying the DNS Service: %w", err)
+	}
+	if usableIP(svc.Spec.ClusterIP) {
+		s.dns.ip = svc.Spec.ClusterIP
+	}
+	if _, err := s.o.Tenant.AppsV1().Deployments(addons.DNSNamespace).Apply(ctx, o.Deployment, opts); err != nil {
+		return fmt.Errorf("applying the DNS Deployment: %w", err)
+	}
+	return nil
+}
+
+// removeDNS deletes the addon objects that carry the syncer's label: a
+// tenant's own kube-dns or coredns is not capn's to remove.
+func (s *Syncer) removeDNS(ctx context.Context) error {
+	ns, tenant := addons.DNSNamespace, s.o.Tenant
+	type target struct {
+		get func() (metav1.Object, error)
+		del func() error
+	}
+	opts := metav1.DeleteOptions{}
+	for _, t := range []target{
+		{func() (metav1.Object, error) { return s.dns.deployments.Deployments(ns).Get(addons.DNSName) },
+			func() error { return tenant.AppsV1().Deployments(ns).Delete(ctx, addons.DNSName, opts) }},
+		{func() (metav1.Object, error) { return s.tenantServices.Services(ns).Get(addons.DNSServiceName) },
+			func() error { return tenant.CoreV1().Services(ns).Delete(ctx, addons.DNSServiceName, opts) }},
+		{func() (metav1.Object, error) { return s.tenantConfigMaps.ConfigMaps(ns).Get(addons.DNSName) },
+			func() error { return tenant.CoreV1().ConfigMaps(ns).Delete(ctx, addons.DNSName, opts) }},
+		{func() (metav1.Object, error) { return s.dns.serviceAccounts.ServiceAccounts(ns).Get(addons.DNSName) },
+			func() error { return tenant.CoreV1().ServiceAccounts(ns).Delete(ctx, addons.DNSName, opts) }},
+	} {
+		m, err := t.get()
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if m.GetLabels()[managedByLabel] != names.ManagedByValue {
+			continue
+		}
+		if err := t.del(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the DNS addon: %w", err)
+		}
+	}
+	return nil
+}
+
+// webhookRegistered reports whether the tenant's Service webhook
+// configuration points at this syncer (true when there is no webhook).
+func (s *Syncer) webhookRegistered() bool {
+	if !s.o.Webhook.enabled() {
+		return true
+	}
+	cur, err := s.tenantWebhooks.Get(WebhookConfigurationName)
+	return err == nil && equality.Semantic.DeepEqual(cur.Webhooks, s.webhookConfiguration().Webhooks)
+}
+
+func usableIP(ip string) bool { return ip != "" && ip != corev1.ClusterIPNone }
+
+// nameserver is the resolver a host pod gets: kube-dns's address while the
+// addon is on (and an error until it has one), the configured one
+// otherwise.
+func (s *Syncer) nameserver() (string, error) {
+	if !s.o.DNS.Enabled {
+		return s.o.Pod.Nameserver, nil
+	}
+	svc, err := s.tenantServices.Services(addons.DNSNamespace).Get(addons.DNSServiceName)
+	if err == nil && usableIP(svc.Spec.ClusterIP) {
+		return svc.Spec.ClusterIP, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	return "", errNoClusterDNS
+}
