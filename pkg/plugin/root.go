@@ -72,7 +72,7 @@ func NewCmdNestedWithClient(streams genericiooptions.IOStreams, client ClientFun
 	c := &common{IOStreams: streams, client: client}
 	cmd := &cobra.Command{
 		Use:   "nested",
-		Short: "Manage capn NestedClusters: scale components, upgrade, status, kubeconfig, join nodes",
+		Short: "Manage capn NestedClusters: scale components, upgrade, sleep and wake, status, kubeconfig, join nodes",
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl nested",
 		},
@@ -87,6 +87,8 @@ func NewCmdNestedWithClient(streams genericiooptions.IOStreams, client ClientFun
 		newCmdUpgrade(c),
 		newCmdKubeconfig(c),
 		newCmdJoin(c),
+		newCmdSleep(c),
+		newCmdWake(c),
 		newCmdStatus(c),
 		newCmdVersions(c),
 	)

@@ -84,11 +84,20 @@ func (o *upgradeOptions) run(ctx context.Context, name string) error {
 // turns True or the upgrade is rolled back.
 func waitForUpgrade(ctx context.Context, ncs typedv1alpha1.NestedClusterInterface, nc *v1alpha1.NestedCluster, target string, printf func(string, ...any)) error {
 	p := newUpgradeProgress(nc, target, printf)
-	if done, err := p.observe(nc); done || err != nil {
+	return watchUntil(ctx, ncs, nc, p.observe, "the upgrade", fmt.Sprintf("reach %s", target))
+}
+
+// watchUntil follows the NestedCluster from nc on (nc included) until
+// observe reports done or fails. what and until name the wait in errors:
+// "<what>" in "was deleted while waiting for <what>", "<until>" in
+// "timed out waiting for NAME to <until>".
+func watchUntil(ctx context.Context, ncs typedv1alpha1.NestedClusterInterface, nc *v1alpha1.NestedCluster,
+	observe func(*v1alpha1.NestedCluster) (bool, error), what, until string) error {
+	if done, err := observe(nc); done || err != nil {
 		return err
 	}
 	timedOut := func() error {
-		return fmt.Errorf("timed out waiting for %s to reach %s", objectName(nc.Name), target)
+		return fmt.Errorf("timed out waiting for %s to %s", objectName(nc.Name), until)
 	}
 	rv := nc.ResourceVersion
 	for {
@@ -120,14 +129,14 @@ func waitForUpgrade(ctx context.Context, ncs typedv1alpha1.NestedClusterInterfac
 						}
 						return false, apierrors.FromObject(ev.Object)
 					case watch.Deleted:
-						return false, fmt.Errorf("%s was deleted while waiting for the upgrade", objectName(nc.Name))
+						return false, fmt.Errorf("%s was deleted while waiting for %s", objectName(nc.Name), what)
 					}
 					cur, ok := ev.Object.(*v1alpha1.NestedCluster)
 					if !ok {
 						continue
 					}
 					rv = cur.ResourceVersion
-					if done, err := p.observe(cur); done || err != nil {
+					if done, err := observe(cur); done || err != nil {
 						return done, err
 					}
 				}

@@ -171,6 +171,7 @@ func TestProvisionerOnNode(t *testing.T) {
 	rss := tenantRSS(t, c, admin, node, mgmtNamespace(t, admin, "demo"))
 	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
 	drift := revertsHandEdit(t, admin, mgmtNamespace(t, admin, "demo"))
+	sleep := testSleepWake(t, admin, k, node, plugin, "mem")
 
 	namespaces := map[string]string{}
 	for _, tc := range cases {
@@ -209,6 +210,7 @@ func TestProvisionerOnNode(t *testing.T) {
 	t.Logf("numbers: demo idle RSS: %s", rss)
 	t.Logf("numbers: resync of Ready demo: %s", resync)
 	t.Logf("numbers: a hand edit of kcm's args reverted %s after the patch", drift.Round(time.Millisecond))
+	t.Logf("numbers: sleep and wake: %s", sleep)
 	t.Logf("numbers: delete of 3 tenants -> all namespaces gone %s", gone.Round(time.Millisecond))
 
 	// The same management cluster, node and capn, now without tenants: one
@@ -239,10 +241,29 @@ func tenantRSS(t *testing.T, c *framework.Cluster, admin framework.Kubectl, node
 			baseline[p.Name] = kib
 		}
 	}
+	var parts []string
+	for component, kib := range podsRSS(t, admin, node, ns) {
+		part := fmt.Sprintf("%s %.0f MiB", component, float64(kib)/1024)
+		if b := baseline[component]; b > 0 {
+			part += fmt.Sprintf(" (%.2fx the management %s's %.0f MiB)", float64(kib)/float64(b), component, float64(b)/1024)
+		}
+		parts = append(parts, part)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// podsRSS is the resident memory (KiB) of the first container of each pod
+// in ns, by the pod's capn.dev/component label.
+func podsRSS(t *testing.T, admin framework.Kubectl, node *framework.Node, ns string) map[string]int {
+	t.Helper()
 	out := admin.MustRun(t, "", "get", "pods", "-n", ns, "--no-headers", "-o",
 		"custom-columns=C:.metadata.labels.capn\\.dev/component,ID:.status.containerStatuses[0].containerID")
-	var parts []string
+	rss := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
 		f := strings.Fields(line)
 		if len(f) != 2 {
 			t.Fatalf("unexpected pod line %q", line)
@@ -255,14 +276,9 @@ func tenantRSS(t *testing.T, c *framework.Cluster, admin framework.Kubectl, node
 		if err != nil || kib == 0 {
 			t.Fatalf("%s RSS: %d KiB, %v", f[0], kib, err)
 		}
-		part := fmt.Sprintf("%s %.0f MiB", f[0], float64(kib)/1024)
-		if b := baseline[f[0]]; b > 0 {
-			part += fmt.Sprintf(" (%.2fx the management %s's %.0f MiB)", float64(kib)/float64(b), f[0], float64(b)/1024)
-		}
-		parts = append(parts, part)
+		rss[f[0]] += kib
 	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
+	return rss
 }
 
 // resyncWrites makes capn sync a Ready, unchanged cluster (a metadata-only

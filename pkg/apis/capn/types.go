@@ -82,9 +82,29 @@ type NestedClusterSpec struct {
 	// +optional
 	DNS DNSSpec `json:"dns,omitempty"`
 
+	// sleep puts the control plane to sleep: see SleepSpec.
+	// +optional
+	Sleep SleepSpec `json:"sleep,omitempty"`
+
 	// paused stops the provisioner from changing anything for this cluster.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+}
+
+// SleepSpec puts a tenant control plane to sleep, to cost nothing but its
+// data while nobody uses it.
+type SleepSpec struct {
+	// asleep scales kube-apiserver, kube-controller-manager, kube-scheduler
+	// and capn-syncer to zero and stops the tenant's pods on the shared data
+	// plane (their controllers replace them on wake; a bare pod ends Failed,
+	// as after losing its node). A managed etcd on EmptyDir or Memory
+	// storage keeps running, since stopping it would lose the data; on a
+	// PersistentVolumeClaim it stops too. An external etcd is untouched.
+	// Setting it back to false wakes the cluster with the same data. An
+	// upgrade in progress finishes before the cluster sleeps, and
+	// spec.version cannot change while it sleeps.
+	// +optional
+	Asleep bool `json:"asleep,omitempty"`
 }
 
 // DNSMode selects the tenant's cluster DNS.
@@ -301,6 +321,7 @@ const (
 	PhaseDegraded     NestedClusterPhase = "Degraded"
 	PhaseDeleting     NestedClusterPhase = "Deleting"
 	PhasePaused       NestedClusterPhase = "Paused"
+	PhaseSleeping     NestedClusterPhase = "Sleeping"
 )
 
 // NestedClusterStatus is the observed state of a tenant control plane.

@@ -62,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &capnv1alpha1.NestedClusterStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &capnv1alpha1.SecretReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SleepSpec"):
+		return &capnv1alpha1.SleepSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UpgradeStatus"):
 		return &capnv1alpha1.UpgradeStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UpgradeStep"):

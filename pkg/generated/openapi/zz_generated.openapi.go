@@ -59,6 +59,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.NestedClusterStatus{}.OpenAPIModelName():                  schema_pkg_apis_capn_v1alpha1_NestedClusterStatus(ref),
 		v1alpha1.NestedClusterUpgrade{}.OpenAPIModelName():                 schema_pkg_apis_capn_v1alpha1_NestedClusterUpgrade(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                      schema_pkg_apis_capn_v1alpha1_SecretReference(ref),
+		v1alpha1.SleepSpec{}.OpenAPIModelName():                            schema_pkg_apis_capn_v1alpha1_SleepSpec(ref),
 		v1alpha1.UpgradeStatus{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_UpgradeStatus(ref),
 		v1alpha1.UpgradeStep{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_UpgradeStep(ref),
 		v1.ContainerResourceMetricSource{}.OpenAPIModelName():              schema_k8sio_api_autoscaling_v1_ContainerResourceMetricSource(ref),
@@ -1347,6 +1348,13 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.DNSSpec{}.OpenAPIModelName()),
 						},
 					},
+					"sleep": {
+						SchemaProps: spec.SchemaProps{
+							Description: "sleep puts the control plane to sleep: see SleepSpec.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SleepSpec{}.OpenAPIModelName()),
+						},
+					},
 					"paused": {
 						SchemaProps: spec.SchemaProps{
 							Description: "paused stops the provisioner from changing anything for this cluster.",
@@ -1358,7 +1366,7 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DNSSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName()},
+			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DNSSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName(), v1alpha1.SleepSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -1378,10 +1386,10 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterStatus(ref common.ReferenceCallb
 					},
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "phase summarises the conditions.\n\nPossible enum values:\n - `\"Degraded\"`\n - `\"Deleting\"`\n - `\"Paused\"`\n - `\"Provisioning\"`\n - `\"Ready\"`\n - `\"Upgrading\"`",
+							Description: "phase summarises the conditions.\n\nPossible enum values:\n - `\"Degraded\"`\n - `\"Deleting\"`\n - `\"Paused\"`\n - `\"Provisioning\"`\n - `\"Ready\"`\n - `\"Sleeping\"`\n - `\"Upgrading\"`",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Degraded", "Deleting", "Paused", "Provisioning", "Ready", "Upgrading"},
+							Enum:        []interface{}{"Degraded", "Deleting", "Paused", "Provisioning", "Ready", "Sleeping", "Upgrading"},
 						},
 					},
 					"conditions": {
@@ -1543,6 +1551,26 @@ func schema_pkg_apis_capn_v1alpha1_SecretReference(ref common.ReferenceCallback)
 					},
 				},
 				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_SleepSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SleepSpec puts a tenant control plane to sleep, to cost nothing but its data while nobody uses it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"asleep": {
+						SchemaProps: spec.SchemaProps{
+							Description: "asleep scales kube-apiserver, kube-controller-manager, kube-scheduler and capn-syncer to zero and stops the tenant's pods on the shared data plane (their controllers replace them on wake; a bare pod ends Failed, as after losing its node). A managed etcd on EmptyDir or Memory storage keeps running, since stopping it would lose the data; on a PersistentVolumeClaim it stops too. An external etcd is untouched. Setting it back to false wakes the cluster with the same data. An upgrade in progress finishes before the cluster sleeps, and spec.version cannot change while it sleeps.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
 			},
 		},
 	}

@@ -20,6 +20,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	replicas = DesiredReplicas(nc, component, replicas, p.Asleep)
 	version := p.Versions.For(nc, component)
 	prof, err := profileFor(component, version)
 	if err != nil {

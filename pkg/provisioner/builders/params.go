@@ -79,6 +79,10 @@ type Params struct {
 	TemplateRevision int
 	// DataPlane is the provider's side of the Shared data plane.
 	DataPlane DataPlane
+	// Asleep renders the cluster asleep (DesiredReplicas). It is the
+	// controller's to decide, not spec.sleep's alone: a sleep asked for
+	// during an upgrade waits for the upgrade to finish.
+	Asleep bool
 }
 
 // Addresses are the facts of p that names, addresses and SANs depend on

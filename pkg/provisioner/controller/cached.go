@@ -264,6 +264,11 @@ func (m *cachedManagement) ReadSecret(ctx context.Context, namespace, name strin
 	return m.live.ReadSecret(ctx, namespace, name)
 }
 
+// StopPods is live: the host pods it stops are not capn's, so not cached.
+func (m *cachedManagement) StopPods(ctx context.Context, namespace string, selector labels.Selector) (int, error) {
+	return m.live.StopPods(ctx, namespace, selector)
+}
+
 func (m *cachedManagement) ListSecrets(_ context.Context, namespace string) ([]corev1.Secret, error) {
 	return listAs[corev1.Secret](m, namespace, labels.Everything())
 }

@@ -261,10 +261,12 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	if err := c.observeWorkloads(ctx, in, ns, o); err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
+	o.sleep = decideSleep(in, o)
 	params, err := c.ensureServices(ctx, nc, in, ns)
 	if err != nil {
 		return failed(v1alpha1.ReasonServicesFailed, err)
 	}
+	params.Asleep = o.sleep.asleep
 	o.endpoint = provisioner.APIServerEndpoint(in, params.Addresses())
 	certs, err := c.ensurePKI(ctx, nc, in, params)
 	if err != nil {
@@ -294,6 +296,12 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		return failed(v1alpha1.ReasonApplyFailed, err)
 	}
 	comps := o.components(in)
+	if o.sleep.asleep {
+		if o.sleep.hostPods, err = c.stopHostPods(ctx, in, comps); err != nil {
+			return failed(v1alpha1.ReasonApplyFailed, err)
+		}
+		return nil // no pod to look at, no apiserver to bootstrap
+	}
 	// Pods are listed only while a component is not rolled out: that is
 	// when an image can be missing (create, scale, upgrade).
 	if !rolledOut(comps) {

@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,10 @@ type Management interface {
 	// rendered object neither removes it nor counts it as drift.
 	Apply(ctx context.Context, manager string, obj builders.Object) (builders.Object, error)
 	Delete(ctx context.Context, proto builders.Object) error
+	// StopPods deletes the Pods of namespace that match selector (a
+	// sleeping tenant's pods on the shared data plane) and reports how
+	// many it found, live: they are not in capn's caches.
+	StopPods(ctx context.Context, namespace string, selector labels.Selector) (int, error)
 }
 
 // NewManagement implements Management over a kubernetes clientset.
@@ -92,6 +97,30 @@ func (m kubeManagement) ListPods(ctx context.Context, namespace string, selector
 		return nil, err
 	}
 	return l.Items, nil
+}
+
+// stopPodsPage bounds the pods StopPods reads and deletes per call; any
+// more are found by the next sync (the sleep is not settled until none is
+// left).
+const stopPodsPage = 100
+
+func (m kubeManagement) StopPods(ctx context.Context, namespace string, selector labels.Selector) (int, error) {
+	pods := m.c.CoreV1().Pods(namespace)
+	l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector.String(), Limit: stopPodsPage})
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range l.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		// By UID: a pod of the same name made since the list is not ours to stop.
+		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return 0, err
+		}
+	}
+	return len(l.Items), nil
 }
 
 // do dispatches on the kinds the builders produce; a new kind there fails

@@ -39,6 +39,8 @@ type observation struct {
 	tenant tenantOutcome
 	// upgrade is this sync's upgrade plan; nil before planning.
 	upgrade *upgrade
+	// sleep is what the sync decided about spec.sleep (sleep.go).
+	sleep sleepState
 }
 
 // tenantOutcome is what ensureTenantAccess found.
@@ -134,7 +136,7 @@ func (o *observation) etcdImage() string {
 func (o *observation) components(in *v1alpha1.NestedCluster) map[string]observed {
 	out := map[string]observed{v1alpha1.ComponentEtcd: {available: true, done: true}}
 	if m := in.Spec.Etcd.Managed; m != nil {
-		out[v1alpha1.ComponentEtcd] = observeWorkload(o.workloads[v1alpha1.ComponentEtcd], ptr.Deref(m.Replicas, 1), true)
+		out[v1alpha1.ComponentEtcd] = observeWorkload(o.workloads[v1alpha1.ComponentEtcd], o.desired(in, v1alpha1.ComponentEtcd, m.Replicas), true)
 	}
 	replicas := map[string]*int32{
 		v1alpha1.ComponentAPIServer:         in.Spec.APIServer.Replicas,
@@ -142,12 +144,17 @@ func (o *observation) components(in *v1alpha1.NestedCluster) map[string]observed
 		v1alpha1.ComponentScheduler:         in.Spec.Scheduler.Replicas,
 	}
 	for _, name := range upgradeOrder {
-		out[name] = observeWorkload(o.workloads[name], ptr.Deref(replicas[name], 1), false)
+		out[name] = observeWorkload(o.workloads[name], o.desired(in, name, replicas[name]), false)
 	}
 	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
-		out[v1alpha1.ComponentSyncer] = observeWorkload(o.workloads[v1alpha1.ComponentSyncer], ptr.Deref(in.Spec.Syncer.Replicas, 1), false)
+		out[v1alpha1.ComponentSyncer] = observeWorkload(o.workloads[v1alpha1.ComponentSyncer], o.desired(in, v1alpha1.ComponentSyncer, in.Spec.Syncer.Replicas), false)
 	}
 	return out
+}
+
+// desired is how many pods of component should run, as rendered this sync.
+func (o *observation) desired(in *v1alpha1.NestedCluster, component string, spec *int32) int32 {
+	return builders.DesiredReplicas(in, component, ptr.Deref(spec, 1), o.sleep.asleep)
 }
 
 // rolledOut: every component is available and at its desired spec.

@@ -139,6 +139,15 @@ func deriveStatus(nc *v1alpha1.NestedCluster, o *observation, stepErr error) (*v
 		st.Phase = v1alpha1.PhaseProvisioning
 	}
 	ready = applyUpgrade(nc, st, o.upgrade, ready) // status.upgrade, Progressing, Degraded, phase
+	if c, ok := sleepCondition(nc, st, o.sleep, comps); ok {
+		meta.SetStatusCondition(&st.Conditions, c)
+		if o.sleep.asleep {
+			set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAsleep, c.Message)
+			st.Phase = v1alpha1.PhaseSleeping
+			// Settled once down: nothing to look at again until woken.
+			ready = c.Reason == v1alpha1.ReasonAsleep
+		}
+	}
 	return st, ready
 }
 

@@ -80,7 +80,9 @@ func setVersion(name string, req *capn.NestedClusterUpgrade) rest.TransformFunc 
 			return nil, apierrors.NewConflict(capn.Resource("nestedclusters/upgrade"), name,
 				fmt.Errorf("precondition failed: UID in request: %v, UID of the NestedCluster: %v", req.UID, nc.UID))
 		}
-		if errs := validation.ValidateVersionChange(field.NewPath("version"), nc.Spec.Version, req.Version, nc.Status.Upgrade); len(errs) > 0 {
+		errs := validation.ValidateVersionChange(field.NewPath("version"), nc.Spec.Version, req.Version, nc.Status.Upgrade)
+		errs = append(errs, validation.ValidateAwakeForUpgrade(field.NewPath("version"), nc.Spec.Version, req.Version, nc.Spec.Sleep.Asleep)...)
+		if len(errs) > 0 {
 			return nil, apierrors.NewInvalid(capn.Kind("NestedClusterUpgrade"), name, errs)
 		}
 		nc.Spec.Version = req.Version

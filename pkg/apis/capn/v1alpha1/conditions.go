@@ -34,6 +34,11 @@ const (
 	// the tenant, for the cluster's current CA. capn records that in its
 	// management namespace, so a restart of capn does not redo it.
 	ConditionTenantBootstrapped = "TenantBootstrapped"
+	// ConditionSleeping is True while the control plane sleeps
+	// (spec.sleep); its lastTransitionTime says since when and its message
+	// what still runs. It turns False (reason Awake) on wake, and is absent
+	// on a cluster that never slept.
+	ConditionSleeping = "Sleeping"
 )
 
 // Condition reasons that clients may act on.
@@ -58,6 +63,11 @@ const (
 	ReasonBootstrapPending      = "Pending"
 	ReasonWaitingForAPIServer   = "WaitingForAPIServer"
 	ReasonTenantBootstrapFailed = "TenantBootstrapFailed"
+	// Sleeping's reasons; ReasonAsleep is also Ready's while it sleeps.
+	ReasonAsleep            = "Asleep"
+	ReasonFallingAsleep     = "FallingAsleep"     // scaling down: pods still run
+	ReasonWaitingForUpgrade = "WaitingForUpgrade" // sleep asked during an upgrade: it finishes first
+	ReasonAwake             = "Awake"
 )
 
 // Reconciled=False reasons: the sync step that failed.

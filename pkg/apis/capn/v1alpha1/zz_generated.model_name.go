@@ -137,6 +137,11 @@ func (in SecretReference) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SleepSpec) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.SleepSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in UpgradeStatus) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.UpgradeStatus"
 }

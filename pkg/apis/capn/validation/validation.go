@@ -72,6 +72,7 @@ func ValidateNestedClusterUpdate(newNC, oldNC *capn.NestedCluster) field.ErrorLi
 	if len(validateVersion(specPath.Child("version"), newNC.Spec.Version)) == 0 {
 		allErrs = append(allErrs, ValidateVersionChange(specPath.Child("version"), oldNC.Spec.Version, newNC.Spec.Version, oldNC.Status.Upgrade)...)
 	}
+	allErrs = append(allErrs, ValidateAwakeForUpgrade(specPath.Child("version"), oldNC.Spec.Version, newNC.Spec.Version, newNC.Spec.Sleep.Asleep)...)
 	return allErrs
 }
 
@@ -177,7 +178,7 @@ func validateRemovedFlags(spec *capn.NestedClusterSpec, fldPath *field.Path) fie
 
 var knownPhases = []capn.NestedClusterPhase{
 	capn.PhaseProvisioning, capn.PhaseReady, capn.PhaseUpgrading,
-	capn.PhaseDegraded, capn.PhaseDeleting, capn.PhasePaused,
+	capn.PhaseDegraded, capn.PhaseDeleting, capn.PhasePaused, capn.PhaseSleeping,
 }
 
 // ValidateNestedClusterStatusUpdate validates a write to the status

@@ -67,6 +67,19 @@ func ValidateVersionChange(fldPath *field.Path, oldVersion, newVersion string, u
 	return nil
 }
 
+// ValidateAwakeForUpgrade refuses a version change for a cluster that is
+// (or is being put) asleep: an ordered upgrade checks each component's pods
+// before the next, and a sleeping cluster has none, so it would "finish"
+// without having run anything at the new version. Waking in the same
+// update is allowed: the upgrade then runs on pods that start.
+func ValidateAwakeForUpgrade(fldPath *field.Path, oldVersion, newVersion string, asleep bool) field.ErrorList {
+	if oldVersion == newVersion || !asleep {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(fldPath,
+		"the cluster is asleep (spec.sleep.asleep): wake it before changing its version")}
+}
+
 // ValidateUpgradeRequest validates the body of POST nestedclusters/NAME/upgrade.
 // The skew check against the cluster's current version is the caller's, via
 // ValidateVersionChange, because it needs the stored object.

@@ -50,6 +50,8 @@ type NestedClusterSpecApplyConfiguration struct {
 	// dns configures the tenant's cluster DNS: a CoreDNS addon in its
 	// kube-system that capn keeps in place (Shared mode only).
 	DNS *DNSSpecApplyConfiguration `json:"dns,omitempty"`
+	// sleep puts the control plane to sleep: see SleepSpec.
+	Sleep *SleepSpecApplyConfiguration `json:"sleep,omitempty"`
 	// paused stops the provisioner from changing anything for this cluster.
 	Paused *bool `json:"paused,omitempty"`
 }
@@ -129,6 +131,14 @@ func (b *NestedClusterSpecApplyConfiguration) WithSyncer(value *ComponentSpecApp
 // If called multiple times, the DNS field is set to the value of the last call.
 func (b *NestedClusterSpecApplyConfiguration) WithDNS(value *DNSSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
 	b.DNS = value
+	return b
+}
+
+// WithSleep sets the Sleep field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Sleep field is set to the value of the last call.
+func (b *NestedClusterSpecApplyConfiguration) WithSleep(value *SleepSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
+	b.Sleep = value
 	return b
 }
 

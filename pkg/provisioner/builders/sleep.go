@@ -1,0 +1,26 @@
+package builders
+
+import (
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+)
+
+// Sleeps reports whether component stops while nc sleeps: every Deployment
+// does; a managed etcd only on a PersistentVolumeClaim, whose data outlives
+// its pod (on EmptyDir or Memory, stopping etcd would lose the tenant).
+func Sleeps(nc *v1alpha1.NestedCluster, component string) bool {
+	if component != v1alpha1.ComponentEtcd {
+		return true
+	}
+	m := nc.Spec.Etcd.Managed
+	return m != nil && m.Storage.Type == v1alpha1.EtcdStoragePersistentVolumeClaim
+}
+
+// DesiredReplicas is how many pods of component run: spec's count, or
+// none while the cluster sleeps (asleep: Params.Asleep, which the
+// controller decides) and the component stops in its sleep.
+func DesiredReplicas(nc *v1alpha1.NestedCluster, component string, spec int32, asleep bool) int32 {
+	if asleep && Sleeps(nc, component) {
+		return 0
+	}
+	return spec
+}

@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/builders"
+	"capn.dev/capn/pkg/syncer/names"
+)
+
+// sleepState is what a sync decided about spec.sleep.
+type sleepState struct {
+	// asked: spec.sleep.asleep is true.
+	asked bool
+	// asleep: the control plane is rendered asleep this sync (an upgrade
+	// in flight holds an asked-for sleep back).
+	asleep bool
+	// hostPods: tenant pods still run on the shared data plane.
+	hostPods bool
+}
+
+// decideSleep runs after the workloads are observed: a sleep asked for
+// while an upgrade runs, or while a component still runs another version
+// than spec.version (an upgrade the planner has yet to record), waits for
+// it. An ordered upgrade checks each component's pods before the next and
+// a sleeping cluster has none, so it would finish without running anything.
+func decideSleep(in *v1alpha1.NestedCluster, o *observation) sleepState {
+	s := sleepState{asked: in.Spec.Sleep.Asleep}
+	if !s.asked {
+		return s
+	}
+	if u := in.Status.Upgrade; u != nil && u.FinishedAt == nil {
+		return s
+	}
+	for _, name := range upgradeOrder {
+		w, ok := o.workloads[name]
+		if !ok {
+			continue
+		}
+		if v := componentVersion(w); v != "" && v != in.Spec.Version {
+			return s
+		}
+	}
+	s.asleep = true
+	return s
+}
+
+// stopHostPods deletes the tenant's pods on the shared data plane once its
+// syncer is down (before, the syncer would see them go and fail the
+// tenant's pods while it still runs). On wake the syncer finds tenant pods
+// without host pods and fails them as after an eviction, and their
+// controllers replace them; a bare pod stays Failed, as after losing its
+// node. It reports whether any still run.
+func (c *Controller) stopHostPods(ctx context.Context, in *v1alpha1.NestedCluster, comps map[string]observed) (bool, error) {
+	if in.Spec.DataPlane.Mode != v1alpha1.DataPlaneShared {
+		return false, nil
+	}
+	if s, ok := comps[v1alpha1.ComponentSyncer]; !ok || !s.done || s.status.Replicas > 0 {
+		return true, nil // the syncer is still going down; look again
+	}
+	ns := provisioner.WorkloadNamespace(in)
+	// Host pods are the ones the syncer made: they carry their tenant
+	// pod's UID. Nothing else of capn's runs there.
+	req, err := labels.NewRequirement(names.TenantUIDLabel, selection.Exists, nil)
+	if err != nil {
+		return false, err
+	}
+	n, err := c.mgmt.StopPods(ctx, ns, labels.NewSelector().Add(*req))
+	if err != nil {
+		return false, fmt.Errorf("stopping the tenant's pods in %s: %w", ns, err)
+	}
+	return n > 0, nil
+}
+
+// sleepCondition is Sleeping for a sync that decided s, with comps the
+// components as observed: True from the moment the sleep is decided
+// (its lastTransitionTime says since when), False while an upgrade holds
+// it back, and False/Awake once woken. A cluster that never slept has no
+// Sleeping condition (ok false).
+func sleepCondition(in *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus, s sleepState, comps map[string]observed) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: v1alpha1.ConditionSleeping, ObservedGeneration: in.Generation}
+	switch {
+	case s.asleep:
+		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonAsleep
+		if !sleptDown(in, comps) || s.hostPods {
+			c.Reason = v1alpha1.ReasonFallingAsleep
+		}
+		c.Message = sleepMessage(in)
+	case s.asked:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonWaitingForUpgrade
+		c.Message = "the upgrade to " + in.Spec.Version + " finishes before the control plane sleeps"
+	case meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSleeping) != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonAwake
+	default:
+		return c, false
+	}
+	return c, true
+}
+
+// sleptDown: every component that stops in its sleep has no pod left.
+func sleptDown(in *v1alpha1.NestedCluster, comps map[string]observed) bool {
+	for name, o := range comps {
+		if builders.Sleeps(in, name) && (o.status.Replicas > 0 || !o.done) {
+			return false
+		}
+	}
+	return true
+}
+
+// sleepMessage says what still runs while the cluster sleeps.
+func sleepMessage(in *v1alpha1.NestedCluster) string {
+	const stopped = "kube-apiserver, kube-controller-manager and kube-scheduler are scaled to zero"
+	dataPlane := ""
+	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+		dataPlane = "; capn-syncer too, and the tenant's pods are stopped (their controllers replace them on wake)"
+	}
+	m := in.Spec.Etcd.Managed
+	switch {
+	case m == nil:
+		return stopped + dataPlane + "; the external etcd is untouched"
+	case builders.Sleeps(in, v1alpha1.ComponentEtcd):
+		return stopped + dataPlane + "; etcd is stopped too, its data kept on its PersistentVolumeClaims"
+	default:
+		return stopped + dataPlane + fmt.Sprintf("; etcd keeps running, because its %s storage would lose the data if it stopped", m.Storage.Type)
+	}
+}
+
+// componentVersion is the version a live kube-* Deployment renders.
+func componentVersion(w builders.Object) string {
+	if d, ok := w.(*appsv1.Deployment); ok {
+		return d.Spec.Template.Annotations[provisioner.VersionAnnotation]
+	}
+	return ""
+}

@@ -1,0 +1,84 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/test/framework"
+)
+
+// testSleepWake puts the Shared tenant name (Memory etcd, running app/web
+// from DataPlaneOnNode) to sleep and wakes it with `kubectl nested`, as a
+// user would: asleep, only etcd runs (its Memory storage would lose the
+// data otherwise) and the tenant's pods are stopped; awake, the same data
+// is there and app/web runs again on new pods. It returns the numbers.
+func testSleepWake(t *testing.T, admin, k framework.Kubectl, node *framework.Node, plugin, name string) string {
+	t.Helper()
+	ns := mgmtNamespace(t, admin, name)
+	wns := k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.status.workloadNamespace}")
+	require.NotEmpty(t, wns)
+	tk := framework.Kubectl{Bin: k.Bin, Kubeconfig: tenantKubeconfig(t, k, "", name, "alice")}
+	tk.MustRun(t, "", "create", "configmap", "before-sleep", "-n", "default", "--from-literal=kept=yes")
+	webPods := func() string {
+		return tk.MustRun(t, "", "get", "pods", "-n", "app", "-l", "app=web", "-o",
+			`jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name} {end}`)
+	}
+	framework.Eventually(t, 2*time.Minute, "app/web runs in "+name+" before the sleep", func() (bool, string) {
+		p := webPods()
+		return len(strings.Fields(p)) == 2, p
+	})
+	webBefore := strings.Fields(webPods())
+	rssBefore := podsRSS(t, admin, node, ns)
+	nested := func(timeout time.Duration, args ...string) time.Duration {
+		start := time.Now()
+		stdout, stderr, err := runNested(k.Bin, plugin, k.Kubeconfig, timeout, append(args, "--namespace="+k.Namespace)...)
+		require.NoError(t, err, "kubectl nested %v: %s%s", args, stdout, stderr)
+		return time.Since(start)
+	}
+
+	slept := nested(4*time.Minute, "sleep", name, "--wait", "--timeout=3m")
+	assert.Equal(t, string(v1alpha1.PhaseSleeping), k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.status.phase}"))
+	msg := k.MustRun(t, "", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Sleeping")].message}`)
+	assert.Contains(t, msg, "etcd keeps running", "the condition says why etcd still runs")
+	components := admin.MustRun(t, "", "get", "pods", "-n", ns, "-o", `jsonpath={range .items[*]}{.metadata.labels.capn\.dev/component} {end}`)
+	assert.Equal(t, []string{v1alpha1.ComponentEtcd}, strings.Fields(components), "asleep, only etcd runs")
+	framework.Eventually(t, 2*time.Minute, "the tenant's pods stopped on the data plane", func() (bool, string) {
+		out := admin.MustRun(t, "", "get", "pods", "-n", wns, "-o", "name")
+		return strings.TrimSpace(out) == "", out
+	})
+	rssAsleep := podsRSS(t, admin, node, ns)
+	before, asleep := sumKiB(rssBefore), sumKiB(rssAsleep)
+	assert.Less(t, asleep, before, "asleep, the control plane holds less memory")
+
+	woke := nested(4*time.Minute, "wake", name, "--wait", "--timeout=3m")
+	assert.Equal(t, "yes", tk.MustRun(t, "", "get", "configmap", "before-sleep", "-n", "default", "-o", "jsonpath={.data.kept}"),
+		"the data written before the sleep")
+	var webAfter []string
+	framework.Eventually(t, 3*time.Minute, "app/web runs again after the wake, on new pods", func() (bool, string) {
+		webAfter = strings.Fields(webPods())
+		fresh := len(webAfter) == 2
+		for _, p := range webAfter {
+			fresh = fresh && !slices.Contains(webBefore, p)
+		}
+		return fresh, fmt.Sprintf("before %v now %v", webBefore, webAfter)
+	})
+	return fmt.Sprintf("%s: sleep --wait %s, wake --wait (to Ready) %s; control-plane RSS %.0f MiB awake, %.0f MiB asleep (%.2fx)",
+		name, slept.Round(time.Millisecond), woke.Round(time.Millisecond), float64(before)/1024, float64(asleep)/1024, float64(asleep)/float64(before))
+}
+
+func sumKiB(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
