@@ -50,9 +50,10 @@ func TestProvisionerOnNode(t *testing.T) {
 	// The default args: the provisioner is on unless --provisioner=none.
 	// A short orphan grace period, so the tenant-boundary check sees the
 	// sweep delete what a break-glass finalizer removal left behind, and a
-	// short upgrade step timeout for the halted upgrade (testUpgradeOnNode).
+	// short upgrade step timeout for the halted upgrade (testUpgradeOnNode),
+	// and a short activity check for the inactivity sleep (testSleepWake).
 	capnDep := framework.DeployCapnWith(t, c, node, admin, repoFile(t, ""), framework.CapnDeployOptions{
-		ExtraArgs: []string{"--orphan-grace-period=20s", "--orphan-sweep-period=5s", "--upgrade-step-timeout=60s"}})
+		ExtraArgs: []string{"--orphan-grace-period=20s", "--orphan-sweep-period=5s", "--upgrade-step-timeout=60s", "--activity-check-interval=5s"}})
 	k := admin
 	k.Namespace = "default"
 
@@ -222,7 +223,7 @@ func TestProvisionerOnNode(t *testing.T) {
 
 // mgmtNamespace is the management namespace of NestedCluster default/name,
 // as capn names it: from the cluster's UID (so it must still exist).
-func mgmtNamespace(t *testing.T, k framework.Kubectl, name string) string {
+func mgmtNamespace(t testing.TB, k framework.Kubectl, name string) string {
 	t.Helper()
 	nc := &v1alpha1.NestedCluster{}
 	nc.Namespace, nc.Name = "default", name
@@ -255,7 +256,7 @@ func tenantRSS(t *testing.T, c *framework.Cluster, admin framework.Kubectl, node
 
 // podsRSS is the resident memory (KiB) of the first container of each pod
 // in ns, by the pod's capn.dev/component label.
-func podsRSS(t *testing.T, admin framework.Kubectl, node *framework.Node, ns string) map[string]int {
+func podsRSS(t testing.TB, admin framework.Kubectl, node *framework.Node, ns string) map[string]int {
 	t.Helper()
 	out := admin.MustRun(t, "", "get", "pods", "-n", ns, "--no-headers", "-o",
 		"custom-columns=C:.metadata.labels.capn\\.dev/component,ID:.status.containerStatuses[0].containerID")

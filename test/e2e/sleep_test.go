@@ -71,8 +71,34 @@ func testSleepWake(t *testing.T, admin, k framework.Kubectl, node *framework.Nod
 		}
 		return fresh, fmt.Sprintf("before %v now %v", webBefore, webAfter)
 	})
-	return fmt.Sprintf("%s: sleep --wait %s, wake --wait (to Ready) %s; control-plane RSS %.0f MiB awake, %.0f MiB asleep (%.2fx)",
-		name, slept.Round(time.Millisecond), woke.Round(time.Millisecond), float64(before)/1024, float64(asleep)/1024, float64(asleep)/float64(before))
+
+	// Asleep by itself: nobody uses mem for 30 s (capn checks every 5 s,
+	// TestProvisionerOnNode's --activity-check-interval), then a
+	// /kubeconfig request wakes it.
+	set := time.Now()
+	k.MustRun(t, "", "patch", "nc", name, "--type=merge", "-p", `{"spec":{"sleep":{"afterInactivity":"30s"}}}`)
+	framework.Eventually(t, 3*time.Minute, name+" asleep for inactivity", func() (bool, string) {
+		r := k.Run("", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Inactive")].status} {.status.conditions[?(@.type=="Sleeping")].reason} {.status.phase}`)
+		return r.Err == nil && r.Stdout == "True Asleep Sleeping", r.Stdout + r.Stderr
+	})
+	idleSleep := time.Since(set)
+	assert.Equal(t, []string{v1alpha1.ComponentEtcd}, strings.Fields(admin.MustRun(t, "", "get", "pods", "-n", ns, "-o",
+		`jsonpath={range .items[*]}{.metadata.labels.capn\.dev/component} {end}`)), "asleep for inactivity, only etcd runs")
+	asked := time.Now()
+	wakeKC := tenantKubeconfig(t, k, plugin, name, "alice") // kubectl nested kubeconfig
+	framework.Eventually(t, 3*time.Minute, name+" Ready after the /kubeconfig request", func() (bool, string) {
+		r := k.Run("", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Inactive")].reason}`)
+		return r.Err == nil && r.Stdout == "True "+v1alpha1.ReasonWakeRequested, r.Stdout + r.Stderr
+	})
+	wokeOnRequest := time.Since(asked)
+	tw := framework.Kubectl{Bin: k.Bin, Kubeconfig: wakeKC}
+	assert.Equal(t, "yes", tw.MustRun(t, "", "get", "configmap", "before-sleep", "-n", "default", "-o", "jsonpath={.data.kept}"))
+	k.MustRun(t, "", "patch", "nc", name, "--type=merge", "-p", `{"spec":{"sleep":{"afterInactivity":null}}}`)
+
+	return fmt.Sprintf("%s: sleep --wait %s, wake --wait (to Ready) %s; control-plane RSS %.0f MiB awake, %.0f MiB asleep (%.2fx); "+
+		"afterInactivity 30s -> asleep %s after it was set; /kubeconfig -> Ready %s",
+		name, slept.Round(time.Millisecond), woke.Round(time.Millisecond), float64(before)/1024, float64(asleep)/1024, float64(asleep)/float64(before),
+		idleSleep.Round(time.Millisecond), wokeOnRequest.Round(time.Millisecond))
 }
 
 func sumKiB(m map[string]int) int {

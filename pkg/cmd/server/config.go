@@ -112,6 +112,7 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.He
 			LeaderElectNamespace: o.LeaderElectNamespace,
 			RenewalThreshold:     o.CertRenewalThreshold,
 			UpgradeStepTimeout:   o.UpgradeStepTimeout,
+			ActivityInterval:     o.ActivityInterval,
 			Workers:              o.Workers,
 			TemplateRevision:     o.TemplateRevision,
 			Health:               health,

@@ -65,6 +65,9 @@ type Options struct {
 	// UpgradeStepTimeout halts an upgrade whose component is not rolled
 	// out in this long.
 	UpgradeStepTimeout time.Duration
+	// ActivityInterval is how often tenants with spec.sleep.afterInactivity
+	// are checked for requests.
+	ActivityInterval time.Duration
 	// FinalizerAdminGroups may remove capn's finalizer (break-glass).
 	FinalizerAdminGroups []string
 	// Placement schedules every control-plane pod.
@@ -119,6 +122,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		LeaderElectNamespace:    "capn-system",
 		CertRenewalThreshold:    pki.DefaultRenewalThreshold,
 		UpgradeStepTimeout:      controller.DefaultUpgradeStepTimeout,
+		ActivityInterval:        controller.DefaultActivityInterval,
 		FinalizerAdminGroups:    nestedcluster.DefaultFinalizerAdminGroups,
 		OrphanSweep:             true,
 		ManagementQPS:           DefaultManagementQPS,
@@ -168,6 +172,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			validation.MinJoinTokenTTL, validation.MaxJoinTokenTTL, validation.DefaultJoinTokenTTL))
 	fs.DurationVar(&o.UpgradeStepTimeout, "upgrade-step-timeout", o.UpgradeStepTimeout,
 		"With --provisioner=pods, halt a version upgrade (condition Degraded) when a component's new pods are not all ready this long after it started rolling.")
+	fs.DurationVar(&o.ActivityInterval, "activity-check-interval", o.ActivityInterval,
+		"With --provisioner=pods, how often a tenant with spec.sleep.afterInactivity has its apiserver's request counters read (one small request each time); it falls asleep between afterInactivity and afterInactivity plus this after its last request.")
 	fs.StringSliceVar(&o.FinalizerAdminGroups, "finalizer-admin-groups", o.FinalizerAdminGroups,
 		"Groups that may remove the capn.dev/provisioner finalizer from a NestedCluster besides capn itself: the provider's break-glass path for a control plane capn cannot delete. Tenants must never be in them; the finalizer then leaves the management namespace to the orphan sweep.")
 	fs.StringToStringVar(&o.Placement.NodeSelector, "control-plane-node-selector", o.Placement.NodeSelector,
@@ -255,6 +261,9 @@ func (o *Options) Validate() error {
 		}
 		if o.UpgradeStepTimeout <= 0 {
 			errs = append(errs, fmt.Errorf("--upgrade-step-timeout must be positive"))
+		}
+		if o.ActivityInterval < time.Second {
+			errs = append(errs, fmt.Errorf("--activity-check-interval must be at least 1s, not %s", o.ActivityInterval))
 		}
 		if o.LeaderElect && o.LeaderElectNamespace == "" {
 			errs = append(errs, fmt.Errorf("--leader-elect-namespace must be set with --leader-elect"))

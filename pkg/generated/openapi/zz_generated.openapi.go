@@ -1570,9 +1570,17 @@ func schema_pkg_apis_capn_v1alpha1_SleepSpec(ref common.ReferenceCallback) commo
 							Format:      "",
 						},
 					},
+					"afterInactivity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "afterInactivity puts the cluster to sleep by itself once nobody has sent its apiserver a request for this long: requests from the tenant's own control plane, its DNS addon and capn do not count. Such a sleep ends on any spec change and on a /kubeconfig request. At least 30s; unset, the cluster sleeps only when asked.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 

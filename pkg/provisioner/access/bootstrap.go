@@ -196,7 +196,7 @@ func DescribeTenantError(err error) string {
 }
 
 // Bootstrap applies the tenant's RBAC (Bindings, the ClusterRoles and
-// Roles they name) and reports whether anything changed. An object
+// Roles they name) and capn's FlowSchemas (activity.go), and reports whether anything changed. An object
 // already in place is left alone (no write); one that is missing or
 // altered is server-side applied, so one a tenant deleted by mistake comes
 // back the next time capn bootstraps (after a restart, or when
@@ -251,6 +251,9 @@ func Bootstrap(ctx context.Context, tenant kubernetes.Interface) (bool, error) {
 			return changed, err
 		}
 	}
+	if err := applyFlowSchemas(ctx, tenant, opts, step); err != nil {
+		return changed, err
+	}
 	return changed, nil
 }
 
@@ -258,7 +261,7 @@ func Bootstrap(ctx context.Context, tenant kubernetes.Interface) (bool, error) {
 // provisioner records it with each tenant's bootstrap, so a capn release
 // that grants something new bootstraps every tenant once more.
 func BootstrapRevision() string {
-	b, err := json.Marshal([]any{tenantRoles(), namespacedRoles(), Bindings(), namespacedBindings()})
+	b, err := json.Marshal([]any{tenantRoles(), namespacedRoles(), Bindings(), namespacedBindings(), flowSchemas()})
 	if err != nil {
 		panic(fmt.Sprintf("marshalling the bootstrap objects: %v", err)) // static data
 	}

@@ -264,14 +264,14 @@ func TestBootstrapRevisionCoversJoin(t *testing.T) {
 		sum := sha256.Sum256(b)
 		return hex.EncodeToString(sum[:8])
 	}
-	require.Equal(t, BootstrapRevision(), rev([]any{tenantRoles(), namespacedRoles(), Bindings(), namespacedBindings()}),
+	require.Equal(t, BootstrapRevision(), rev([]any{tenantRoles(), namespacedRoles(), Bindings(), namespacedBindings(), flowSchemas()}),
 		"this test computes BootstrapRevision as bootstrap.go does")
 	names := func(objs []string) func(string) bool { return func(n string) bool { return slices.Contains(objs, n) } }
 	join := names([]string{"capn:kubelet-bootstrap", "capn:node-autoapprove-bootstrap", "capn:node-autoapprove-certificate-rotation", ClusterInfoRole})
 	withoutJoin := []any{tenantRoles(),
 		slices.DeleteFunc(namespacedRoles(), func(r *rbacRole) bool { return join(*r.Name) }),
 		slices.DeleteFunc(Bindings(), func(b *rbacClusterRoleBinding) bool { return join(*b.Name) }),
-		slices.DeleteFunc(namespacedBindings(), func(b *rbacRoleBinding) bool { return join(*b.Name) })}
+		slices.DeleteFunc(namespacedBindings(), func(b *rbacRoleBinding) bool { return join(*b.Name) }), flowSchemas()}
 	assert.NotEqual(t, BootstrapRevision(), rev(withoutJoin))
 }
 

@@ -60,6 +60,10 @@ type Options struct {
 	Health *Health
 	// DataPlane is the provider's side of Shared data planes.
 	DataPlane builders.DataPlane
+	// ActivityInterval is how often a tenant with spec.sleep.
+	// afterInactivity is checked for requests; 0 means
+	// DefaultActivityInterval.
+	ActivityInterval time.Duration
 }
 
 // Controller reconciles NestedClusters into management-cluster objects.
@@ -92,6 +96,13 @@ type Controller struct {
 	templateRevision int
 	health           *Health
 	dataPlane        builders.DataPlane
+	// activity maps a NestedCluster's UID to its use (activity.go);
+	// activitySlots bounds the reads in flight, activityWG counts them.
+	activity         map[types.UID]*activity
+	tenantRequests   func(ctx context.Context, server string, ca *pki.CA) (int64, error)
+	activityInterval time.Duration
+	activitySlots    chan struct{}
+	activityWG       sync.WaitGroup
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -110,6 +121,8 @@ func New(o Options) (*Controller, error) {
 		bootstrapped:  map[types.UID]*tenantBootstrap{},
 		tenantWaiting: map[string]struct{}{},
 		tenantSlots:   make(chan struct{}, DefaultTenantConcurrency),
+		activity:      map[types.UID]*activity{},
+		activitySlots: make(chan struct{}, activityConcurrency),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"}),
@@ -125,6 +138,11 @@ func New(o Options) (*Controller, error) {
 	c.templateRevision = o.TemplateRevision
 	c.health = o.Health
 	c.dataPlane = o.DataPlane
+	c.tenantRequests = c.tenantRequestsOf
+	c.activityInterval = o.ActivityInterval
+	if c.activityInterval <= 0 {
+		c.activityInterval = DefaultActivityInterval
+	}
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -246,7 +264,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	case !ready:
 		return notReadyRequeue, nil
 	}
-	return 0, nil
+	return o.sleep.recheck, nil
 }
 
 // reconcile runs the sync's steps in order and stops at the first that
@@ -261,7 +279,11 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	if err := c.observeWorkloads(ctx, in, ns, o); err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
-	o.sleep = decideSleep(in, o)
+	o.sleep = decideSleep(in, o, c.now())
+	if o.sleep.asked || o.sleep.woke != "" {
+		// Asleep nobody uses it; awake again, its idle time starts over.
+		c.forgetActivity(nc.UID)
+	}
 	params, err := c.ensureServices(ctx, nc, in, ns)
 	if err != nil {
 		return failed(v1alpha1.ReasonServicesFailed, err)
@@ -314,7 +336,13 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	if !comps[v1alpha1.ComponentAPIServer].available {
 		return nil // nothing to bootstrap against yet
 	}
-	return c.ensureTenantAccess(ctx, nc, in, params, certs[provisioner.SecretCA], o)
+	if err := c.ensureTenantAccess(ctx, nc, in, params, certs[provisioner.SecretCA], o); err != nil {
+		return err
+	}
+	if o.tenant.done {
+		c.observeActivity(ctx, nc, in, params, certs[provisioner.SecretCA], o)
+	}
+	return nil
 }
 
 // stepError is a failed sync step: reason is Reconciled's reason (one of

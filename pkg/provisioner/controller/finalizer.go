@@ -46,6 +46,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 		return 0, nil
 	}
 	logger := klog.FromContext(ctx)
+	c.forgetActivity(nc.UID)
 	// Never delete a namespace another cluster owns (ResolveNamespace):
 	// the finalizer stays, for the provider to look at.
 	name, err := resolveNamespace(ctx, c.mgmt, nc)

@@ -131,9 +131,12 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 	f.c = &Controller{
 		capn: f.capn, lister: listers.NewNestedClusterLister(f.indexer), mgmt: f.mgmt,
 		recorder: f.recorder, threshold: pki.DefaultRenewalThreshold, now: func() time.Time { return testNow },
-		bootstrapped:  map[types.UID]*tenantBootstrap{},
-		tenantWaiting: map[string]struct{}{},
-		tenantSlots:   make(chan struct{}, DefaultTenantConcurrency),
+		bootstrapped:     map[types.UID]*tenantBootstrap{},
+		tenantWaiting:    map[string]struct{}{},
+		tenantSlots:      make(chan struct{}, DefaultTenantConcurrency),
+		activity:         map[types.UID]*activity{},
+		activitySlots:    make(chan struct{}, activityConcurrency),
+		activityInterval: DefaultActivityInterval,
 		tenantClient: func(server string, ca *pki.CA, _ time.Time) (kubernetes.Interface, error) {
 			f.serversMu.Lock()
 			f.tenantServers = append(f.tenantServers, server)
@@ -141,6 +144,7 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 			return f.tenant, nil
 		},
 	}
+	f.c.tenantRequests = f.c.tenantRequestsOf
 	return f
 }
 

@@ -55,7 +55,9 @@ type RunConfig struct {
 	LeaderElectNamespace string
 	RenewalThreshold     time.Duration
 	UpgradeStepTimeout   time.Duration
-	Workers              int
+	// ActivityInterval: see Options.ActivityInterval.
+	ActivityInterval time.Duration
+	Workers          int
 	// Sweep configures the orphan sweep; nil turns it off.
 	Sweep *SweepConfig
 	// Placement schedules every control-plane pod.
@@ -123,6 +125,7 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			RenewalThreshold: cfg.RenewalThreshold,
 			// Options.UpgradeStepTimeout: 0 means the default.
 			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
+			ActivityInterval:   cfg.ActivityInterval,
 			Placement:          cfg.Placement,
 			TemplateRevision:   cfg.TemplateRevision,
 			DataPlane:          cfg.DataPlane,

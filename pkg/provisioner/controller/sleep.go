@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,8 +19,22 @@ import (
 
 // sleepState is what a sync decided about spec.sleep.
 type sleepState struct {
-	// asked: spec.sleep.asleep is true.
+	// asked: spec.sleep.asleep is true, or the cluster sleeps for
+	// inactivity (idle).
 	asked bool
+	// idle: asleep for inactivity (the Inactive condition holds).
+	idle bool
+	// woke is why an inactivity sleep ends this sync (Inactive's reason
+	// when it turns False), "" if it does not.
+	woke string
+	// inactive: this sync found the tenant unused for
+	// spec.sleep.afterInactivity (activity.go); recheck is when to look
+	// again while it is used.
+	inactive bool
+	recheck  time.Duration
+	// at is the sync's time: Inactive's transitions are compared with
+	// wake requests, so they are stamped by capn's clock.
+	at time.Time
 	// asleep: the control plane is rendered asleep this sync (an upgrade
 	// in flight holds an asked-for sleep back).
 	asleep bool
@@ -32,8 +47,10 @@ type sleepState struct {
 // than spec.version (an upgrade the planner has yet to record), waits for
 // it. An ordered upgrade checks each component's pods before the next and
 // a sleeping cluster has none, so it would finish without running anything.
-func decideSleep(in *v1alpha1.NestedCluster, o *observation) sleepState {
-	s := sleepState{asked: in.Spec.Sleep.Asleep}
+func decideSleep(in *v1alpha1.NestedCluster, o *observation, now time.Time) sleepState {
+	s := sleepState{at: now}
+	s.idle, s.woke = inactiveSleep(in, now)
+	s.asked = in.Spec.Sleep.Asleep || s.idle
 	if !s.asked {
 		return s
 	}
@@ -51,6 +68,45 @@ func decideSleep(in *v1alpha1.NestedCluster, o *observation) sleepState {
 	}
 	s.asleep = true
 	return s
+}
+
+// inactiveSleep reports whether in sleeps for inactivity: its Inactive
+// condition is True, for this generation, and no /kubeconfig request asked
+// for it since (WakeRequestedAnnotation). If the condition is True but
+// one of those ended it, woke is why.
+func inactiveSleep(in *v1alpha1.NestedCluster, now time.Time) (idle bool, woke string) {
+	c := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionInactive)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return false, ""
+	}
+	if in.Spec.Sleep.AfterInactivity == nil || c.ObservedGeneration != in.Generation {
+		return false, v1alpha1.ReasonSpecChanged
+	}
+	if t, err := time.Parse(time.RFC3339, in.Annotations[v1alpha1.WakeRequestedAnnotation]); err == nil &&
+		t.After(c.LastTransitionTime.Time) && !t.After(now.Add(maxClockSkew)) {
+		return false, v1alpha1.ReasonWakeRequested
+	}
+	return true, ""
+}
+
+// maxClockSkew: a wake request stamped further in the future is ignored
+// (until then), so a hand-set annotation cannot keep a cluster awake.
+const maxClockSkew = time.Minute
+
+// inactiveCondition is Inactive as s leaves it, if s changes it: True
+// from the sync that found the tenant unused (observedGeneration: this
+// generation, which a spec change leaves behind), False when it wakes.
+func inactiveCondition(in *v1alpha1.NestedCluster, s sleepState) (metav1.Condition, bool) {
+	switch {
+	case s.inactive:
+		return metav1.Condition{Type: v1alpha1.ConditionInactive, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNoRequests,
+			Message:            fmt.Sprintf("no request from the tenant's users or workloads for %s", in.Spec.Sleep.AfterInactivity.Duration),
+			ObservedGeneration: in.Generation, LastTransitionTime: metav1.NewTime(s.at)}, true
+	case s.woke != "":
+		return metav1.Condition{Type: v1alpha1.ConditionInactive, Status: metav1.ConditionFalse, Reason: s.woke,
+			ObservedGeneration: in.Generation, LastTransitionTime: metav1.NewTime(s.at)}, true
+	}
+	return metav1.Condition{}, false
 }
 
 // stopHostPods deletes the tenant's pods on the shared data plane once its
@@ -94,6 +150,10 @@ func sleepCondition(in *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus
 			c.Reason = v1alpha1.ReasonFallingAsleep
 		}
 		c.Message = sleepMessage(in)
+		if s.idle {
+			c.Message = "asleep after " + in.Spec.Sleep.AfterInactivity.Duration.String() +
+				" without requests (a spec change or a /kubeconfig request wakes it): " + c.Message
+		}
 	case s.asked:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonWaitingForUpgrade
 		c.Message = "the upgrade to " + in.Spec.Version + " finishes before the control plane sleeps"

@@ -3,11 +3,14 @@ package controller
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +18,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/pki"
 	"capn.dev/capn/pkg/syncer/names"
 )
 
@@ -127,7 +131,7 @@ func TestSleepStopsEtcdOnPVC(t *testing.T) {
 func TestSleepWaitsForAnUpgrade(t *testing.T) {
 	nc := testCluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.Sleep.Asleep = true })
 	o := allRolledOut("v1.36.3")
-	o.sleep = decideSleep(nc, o)
+	o.sleep = decideSleep(nc, o, testNow)
 	assert.True(t, o.sleep.asked)
 	assert.False(t, o.sleep.asleep)
 	st, _ := deriveStatus(nc, o, nil)
@@ -136,7 +140,94 @@ func TestSleepWaitsForAnUpgrade(t *testing.T) {
 	assert.Equal(t, v1alpha1.ReasonWaitingForUpgrade, c.Reason)
 
 	o = allRolledOut(nc.Spec.Version)
-	assert.True(t, decideSleep(nc, o).asleep)
+	assert.True(t, decideSleep(nc, o, testNow).asleep)
 	nc.Status.Upgrade = &v1alpha1.UpgradeStatus{From: "v1.36.3", To: nc.Spec.Version}
-	assert.False(t, decideSleep(nc, o).asleep, "status says an upgrade runs")
+	assert.False(t, decideSleep(nc, o, testNow).asleep, "status says an upgrade runs")
+}
+
+// A cluster with spec.sleep.afterInactivity falls asleep once its
+// request counter has not moved for that long, and wakes on a wake
+// request newer than the sleep, or on a spec change.
+func TestSleepAfterInactivity(t *testing.T) {
+	nc := testCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.Sleep.AfterInactivity = &metav1.Duration{Duration: 5 * time.Minute}
+	})
+	f := newFixture(t, nc)
+	clock := testNow
+	f.c.now = func() time.Time { return clock }
+	var mu sync.Mutex
+	requests := int64(10)
+	f.c.tenantRequests = func(context.Context, string, *pki.CA) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return requests, nil
+	}
+	// step syncs at clock+d, lets the reads that sync started end, and
+	// syncs again, as the queue would.
+	step := func(d time.Duration) time.Duration {
+		clock = clock.Add(d)
+		f.sync()
+		f.c.tenantWG.Wait()
+		f.c.activityWG.Wait()
+		return f.sync()
+	}
+	f.sync()
+	f.markReady()
+	after := step(0)
+	require.Equal(t, v1alpha1.PhaseReady, f.nc.Status.Phase)
+	assert.Equal(t, time.Minute, after, "an awake cluster is checked again after the interval")
+
+	step(4 * time.Minute)
+	mu.Lock()
+	requests = 11 // someone used it
+	mu.Unlock()
+	step(time.Minute)
+	step(4 * time.Minute) // 4 minutes after the use: still awake
+	assert.Nil(t, meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionInactive))
+	assert.Equal(t, int32(1), f.replicas()[provisioner.APIServerName])
+
+	step(time.Minute) // 5 minutes without requests
+	c := condition(t, &f.nc.Status, v1alpha1.ConditionInactive)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.Equal(t, v1alpha1.ReasonNoRequests, c.Reason)
+	step(0)
+	assert.Zero(t, f.replicas()[provisioner.APIServerName], "asleep for inactivity")
+	f.markReady()
+	step(0)
+	assert.Equal(t, v1alpha1.PhaseSleeping, f.nc.Status.Phase)
+	assert.Contains(t, condition(t, &f.nc.Status, v1alpha1.ConditionSleeping).Message, "without requests")
+
+	// A wake request older than the sleep, or from the future, does not wake it.
+	for _, at := range []time.Time{clock.Add(-time.Hour), clock.Add(time.Hour)} {
+		f.setCluster(func(nc *v1alpha1.NestedCluster) {
+			nc.Annotations = map[string]string{v1alpha1.WakeRequestedAnnotation: at.Format(time.RFC3339)}
+		})
+		step(time.Second)
+		assert.Zero(t, f.replicas()[provisioner.APIServerName], "wake request at %s", at)
+	}
+	f.setCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Annotations = map[string]string{v1alpha1.WakeRequestedAnnotation: clock.Format(time.RFC3339)}
+	})
+	step(time.Second)
+	assert.Equal(t, int32(1), f.replicas()[provisioner.APIServerName], "a /kubeconfig request wakes it")
+	c = condition(t, &f.nc.Status, v1alpha1.ConditionInactive)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, v1alpha1.ReasonWakeRequested, c.Reason)
+	f.markReady()
+	step(0)
+	assert.Equal(t, v1alpha1.PhaseReady, f.nc.Status.Phase, "%+v", f.nc.Status.Conditions)
+
+	// Idle again, then the spec changes.
+	step(5 * time.Minute)
+	step(time.Second)
+	step(0)
+	require.Zero(t, f.replicas()[provisioner.APIServerName], "asleep again")
+	f.setCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Generation++
+		nc.Spec.Scheduler.Replicas = ptr.To[int32](2)
+	})
+	step(0)
+	assert.Equal(t, int32(1), f.replicas()[provisioner.APIServerName], "a spec change wakes it")
+	assert.Equal(t, int32(2), f.replicas()[provisioner.SchedulerName])
+	assert.Equal(t, v1alpha1.ReasonSpecChanged, condition(t, &f.nc.Status, v1alpha1.ConditionInactive).Reason)
 }

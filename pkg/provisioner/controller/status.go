@@ -139,6 +139,9 @@ func deriveStatus(nc *v1alpha1.NestedCluster, o *observation, stepErr error) (*v
 		st.Phase = v1alpha1.PhaseProvisioning
 	}
 	ready = applyUpgrade(nc, st, o.upgrade, ready) // status.upgrade, Progressing, Degraded, phase
+	if c, ok := inactiveCondition(nc, o.sleep); ok {
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
 	if c, ok := sleepCondition(nc, st, o.sleep, comps); ok {
 		meta.SetStatusCondition(&st.Conditions, c)
 		if o.sleep.asleep {

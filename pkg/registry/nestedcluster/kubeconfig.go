@@ -95,6 +95,10 @@ func (r *KubeconfigREST) Create(ctx context.Context, name string, obj runtime.Ob
 	}
 	out.Status.Kubeconfig = string(data)
 	out.Status.ExpirationTimestamp = metav1.NewTime(expires)
+	if err := requestWake(ctx, r.store, nc, time.Now()); err != nil {
+		// The kubeconfig is good; the wake can be asked for again.
+		return nil, apierrors.NewInternalError(fmt.Errorf("asking %s/%s to wake: %w", nc.Namespace, name, err))
+	}
 	return out, nil
 }
 

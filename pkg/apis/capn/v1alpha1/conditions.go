@@ -39,7 +39,20 @@ const (
 	// what still runs. It turns False (reason Awake) on wake, and is absent
 	// on a cluster that never slept.
 	ConditionSleeping = "Sleeping"
+	// ConditionInactive is True once a cluster with spec.sleep.
+	// afterInactivity has had no tenant request for that long: it is then
+	// asleep as if spec.sleep.asleep were set, until the spec changes
+	// (its observedGeneration is the generation it fell asleep at) or a
+	// /kubeconfig request asks for it (WakeRequestedAnnotation newer than
+	// its lastTransitionTime). It turns False when the cluster wakes.
+	ConditionInactive = "Inactive"
 )
+
+// WakeRequestedAnnotation is set on a NestedCluster by capn-apiserver when
+// a /kubeconfig request arrives for a cluster that sleeps for inactivity:
+// the time of the request (RFC 3339). The provisioner wakes the cluster
+// when it is newer than the Inactive condition.
+const WakeRequestedAnnotation = "capn.dev/wake-requested-at"
 
 // Condition reasons that clients may act on.
 const (
@@ -68,6 +81,10 @@ const (
 	ReasonFallingAsleep     = "FallingAsleep"     // scaling down: pods still run
 	ReasonWaitingForUpgrade = "WaitingForUpgrade" // sleep asked during an upgrade: it finishes first
 	ReasonAwake             = "Awake"
+	// Inactive's reasons.
+	ReasonNoRequests    = "NoRequests"    // True: nobody used the apiserver for spec.sleep.afterInactivity
+	ReasonSpecChanged   = "SpecChanged"   // False: the spec changed, which wakes it
+	ReasonWakeRequested = "WakeRequested" // False: a /kubeconfig request woke it
 )
 
 // Reconciled=False reasons: the sync step that failed.

@@ -111,6 +111,13 @@ type SleepSpec struct {
 	// spec.version cannot change while it sleeps.
 	// +optional
 	Asleep bool `json:"asleep,omitempty"`
+	// afterInactivity puts the cluster to sleep by itself once nobody has
+	// sent its apiserver a request for this long: requests from the
+	// tenant's own control plane, its DNS addon and capn do not count.
+	// Such a sleep ends on any spec change and on a /kubeconfig request.
+	// At least 30s; unset, the cluster sleeps only when asked.
+	// +optional
+	AfterInactivity *metav1.Duration `json:"afterInactivity,omitempty"`
 }
 
 // DNSMode selects the tenant's cluster DNS.

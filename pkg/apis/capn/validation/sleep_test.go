@@ -2,9 +2,11 @@ package validation
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -42,5 +44,23 @@ func TestVersionCannotChangeWhileAsleep(t *testing.T) {
 			assert.Equal(t, "spec.version", errs[0].Field)
 			assert.Equal(t, field.ErrorTypeForbidden, errs[0].Type)
 		})
+	}
+}
+
+func TestAfterInactivityHasAFloor(t *testing.T) {
+	for _, tc := range []struct {
+		d  time.Duration
+		ok bool
+	}{{29 * time.Second, false}, {0, false}, {-time.Minute, false}, {30 * time.Second, true}, {30 * time.Minute, true}} {
+		nc := validNC(t)
+		nc.Spec.Sleep.AfterInactivity = &metav1.Duration{Duration: tc.d}
+		errs := ValidateNestedCluster(nc)
+		if tc.ok {
+			assert.Empty(t, errs, tc.d)
+			continue
+		}
+		require.Len(t, errs, 1, "%s: %v", tc.d, errs)
+		assert.Equal(t, "spec.sleep.afterInactivity", errs[0].Field)
+		assert.Equal(t, field.ErrorTypeInvalid, errs[0].Type)
 	}
 }

@@ -142,6 +142,7 @@ func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateComponent(&spec.Scheduler, v1alpha1.ComponentScheduler, fldPath.Child("scheduler"))...)
 	allErrs = append(allErrs, validateDataPlane(&spec.DataPlane, fldPath.Child("dataPlane"))...)
 	allErrs = append(allErrs, validateDNS(&spec.DNS, spec.DataPlane.Mode, fldPath.Child("dns"))...)
+	allErrs = append(allErrs, validateSleep(&spec.Sleep, fldPath.Child("sleep"))...)
 	if spec.DataPlane.Mode == capn.DataPlaneShared {
 		allErrs = append(allErrs, validateComponent(&spec.Syncer, v1alpha1.ComponentSyncer, fldPath.Child("syncer"))...)
 	}

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // SleepSpecApplyConfiguration represents a declarative configuration of the SleepSpec type for use
 // with apply.
 //
@@ -34,6 +38,12 @@ type SleepSpecApplyConfiguration struct {
 	// upgrade in progress finishes before the cluster sleeps, and
 	// spec.version cannot change while it sleeps.
 	Asleep *bool `json:"asleep,omitempty"`
+	// afterInactivity puts the cluster to sleep by itself once nobody has
+	// sent its apiserver a request for this long: requests from the
+	// tenant's own control plane, its DNS addon and capn do not count.
+	// Such a sleep ends on any spec change and on a /kubeconfig request.
+	// At least 30s; unset, the cluster sleeps only when asked.
+	AfterInactivity *v1.Duration `json:"afterInactivity,omitempty"`
 }
 
 // SleepSpecApplyConfiguration constructs a declarative configuration of the SleepSpec type for use with
@@ -47,5 +57,13 @@ func SleepSpec() *SleepSpecApplyConfiguration {
 // If called multiple times, the Asleep field is set to the value of the last call.
 func (b *SleepSpecApplyConfiguration) WithAsleep(value bool) *SleepSpecApplyConfiguration {
 	b.Asleep = &value
+	return b
+}
+
+// WithAfterInactivity sets the AfterInactivity field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AfterInactivity field is set to the value of the last call.
+func (b *SleepSpecApplyConfiguration) WithAfterInactivity(value v1.Duration) *SleepSpecApplyConfiguration {
+	b.AfterInactivity = &value
 	return b
 }
