@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -53,6 +54,13 @@ func (c *counting) Apply(ctx context.Context, manager string, o builders.Object)
 func (c *counting) Delete(ctx context.Context, o builders.Object) error {
 	c.note(&c.writes, "delete", o)
 	return c.Management.Delete(ctx, o)
+}
+
+func (c *counting) StopPods(ctx context.Context, namespace string, selector labels.Selector) (int, error) {
+	c.mu.Lock()
+	c.reads = append(c.reads, "stop pods in "+namespace)
+	c.mu.Unlock()
+	return c.Management.StopPods(ctx, namespace, selector)
 }
 
 func (c *counting) reset() {

@@ -122,6 +122,12 @@ func (c *Controller) stopHostPods(ctx context.Context, in *v1alpha1.NestedCluste
 	if s, ok := comps[v1alpha1.ComponentSyncer]; !ok || !s.done || s.status.Replicas > 0 {
 		return true, nil // the syncer is still going down; look again
 	}
+	if c := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionSleeping); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonAsleep {
+		// Settled: the pods were seen gone, and with no syncer nothing
+		// makes new ones. A settled sleep costs no read.
+		return false, nil
+	}
 	ns := provisioner.WorkloadNamespace(in)
 	// Host pods are the ones the syncer made: they carry their tenant
 	// pod's UID. Nothing else of capn's runs there.

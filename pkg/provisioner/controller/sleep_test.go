@@ -85,6 +85,9 @@ func TestSleepAndWake(t *testing.T) {
 	assert.NotZero(t, after, "pods were still there: look again")
 	after = f.sync()
 	assert.Zero(t, after, "asleep and settled: nothing to poll")
+	f.mgmt.reset()
+	f.sync()
+	assert.NotContains(t, f.mgmt.reads, "stop pods in "+wns, "a settled sleep lists no pods")
 
 	assert.Equal(t, v1alpha1.PhaseSleeping, f.nc.Status.Phase)
 	c = condition(t, &f.nc.Status, v1alpha1.ConditionSleeping)
