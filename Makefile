@@ -165,6 +165,30 @@ bench-dataplane: build tools images ## Shared data plane on a real node: DATAPLA
 bench-dataplane-smoke: ## bench-dataplane with 1 run of Deployment(3), 10 pods and 20 s windows, output under _output/bench-dataplane-smoke (small enough for CI; not in `make test`).
 	$(MAKE) bench-dataplane DATAPLANE_RUNS=1 DATAPLANE_REPLICAS=3 DATAPLANE_PODS=10 DATAPLANE_STEADY=20s DATAPLANE_OUT=$(OUT)/bench-dataplane-smoke
 
+LEAN_OUT ?= $(OUT)/bench-lean
+# How long every tenant idles before RSS and CPU are read.
+LEAN_SETTLE ?= 2m
+
+.PHONY: bench-lean
+bench-lean: build tools images ## Idle cost of one tenant per setting on a real node: the revision before the lean defaults, each candidate setting on it, and the lean revision; RSS and CPU per component, ratios to the baseline; lean.csv into LEAN_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_OUT=$(LEAN_OUT) CAPN_BENCH_LEAN_SETTLE=$(LEAN_SETTLE) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkLean$$' -benchtime 1x -timeout 1h -v ./test/e2e/
+
+DENSITY_OUT ?= $(OUT)/bench-density
+# Stop each revision's packing at this many tenants (0: until the node is full).
+DENSITY_MAX ?= 0
+DENSITY_SETTLE ?= 1m
+
+.PHONY: bench-density
+bench-density: build tools images ## Tenants per real node, the revision before the lean defaults against the latest in one run: create until one is not Ready in 2 minutes or memory reaches 80% (or DENSITY_MAX); RSS and idle CPU per tenant; density.csv into DENSITY_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_OUT=$(DENSITY_OUT) CAPN_BENCH_DENSITY_MAX=$(DENSITY_MAX) \
+		CAPN_BENCH_DENSITY_SETTLE=$(DENSITY_SETTLE) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkDensity$$' -benchtime 1x -timeout 4h -v ./test/e2e/
+
+.PHONY: bench-density-smoke
+bench-density-smoke: ## bench-density with 2 tenants per revision and a 20 s window (small enough for CI; not in `make test`).
+	$(MAKE) bench-density DENSITY_MAX=2 DENSITY_SETTLE=20s DENSITY_OUT=$(OUT)/bench-density-smoke
+
 .PHONY: update
 update: ## Regenerate code in pkg/generated and pkg/apis.
 	hack/update-codegen.sh

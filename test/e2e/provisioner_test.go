@@ -258,9 +258,26 @@ func tenantRSS(t *testing.T, c *framework.Cluster, admin framework.Kubectl, node
 // in ns, by the pod's capn.dev/component label.
 func podsRSS(t testing.TB, admin framework.Kubectl, node *framework.Node, ns string) map[string]int {
 	t.Helper()
+	rss := map[string]int{}
+	for component, pids := range componentPIDs(t, admin, node, ns) {
+		for _, pid := range pids {
+			kib, err := framework.RSSKiB(pid)
+			if err != nil || kib == 0 {
+				t.Fatalf("%s RSS: %d KiB, %v", component, kib, err)
+			}
+			rss[component] += kib
+		}
+	}
+	return rss
+}
+
+// componentPIDs are the host PIDs of the first container of each pod in
+// ns, by the pod's capn.dev/component label.
+func componentPIDs(t testing.TB, admin framework.Kubectl, node *framework.Node, ns string) map[string][]int {
+	t.Helper()
 	out := admin.MustRun(t, "", "get", "pods", "-n", ns, "--no-headers", "-o",
 		"custom-columns=C:.metadata.labels.capn\\.dev/component,ID:.status.containerStatuses[0].containerID")
-	rss := map[string]int{}
+	pids := map[string][]int{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
 			continue
@@ -273,13 +290,9 @@ func podsRSS(t testing.TB, admin framework.Kubectl, node *framework.Node, ns str
 		if err != nil {
 			t.Fatalf("%s container pid: %v", f[0], err)
 		}
-		kib, err := framework.RSSKiB(pid)
-		if err != nil || kib == 0 {
-			t.Fatalf("%s RSS: %d KiB, %v", f[0], kib, err)
-		}
-		rss[f[0]] += kib
+		pids[f[0]] = append(pids[f[0]], pid)
 	}
-	return rss
+	return pids
 }
 
 // resyncWrites makes capn sync a Ready, unchanged cluster (a metadata-only

@@ -80,7 +80,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		},
 	}
 	tpl := podTemplate(nc, component, podAnnotations(version, p, config),
-		podSpec(nc, component, c, []corev1.Volume{pki, configMapVolume("config", provisioner.APIServerConfigName)}))
+		podSpec(nc, p, component, c, []corev1.Volume{pki, configMapVolume("config", provisioner.APIServerConfigName)}))
 	if err := customize(&tpl, component, &spec.ComponentSpec); err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func controller(nc *v1alpha1.NestedCluster, p Params, s controllerSpec) ([]Objec
 		volumes = append(volumes, configMapVolume("config", s.configMap))
 		objs = append(objs, configMap(nc, p, s.configMap, s.component, config))
 	}
-	tpl := podTemplate(nc, s.component, podAnnotations(version, p, config), podSpec(nc, s.component, c, volumes))
+	tpl := podTemplate(nc, s.component, podAnnotations(version, p, config), podSpec(nc, p, s.component, c, volumes))
 	if err := customize(&tpl, s.component, s.spec); err != nil {
 		return nil, err
 	}

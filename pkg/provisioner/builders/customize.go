@@ -89,13 +89,20 @@ func harden(spec *corev1.PodSpec) {
 }
 
 // addEnv appends the user's env. capn's own variables feed the flags, so a
-// user variable of the same name is an error rather than a silent override.
+// user variable of the same name is an error rather than a silent override;
+// the lean Go settings (tunableEnv) are defaults, and the user's replace them.
 func addEnv(c *corev1.Container, env []corev1.EnvVar) error {
+next:
 	for _, e := range env {
-		for _, have := range c.Env {
-			if have.Name == e.Name {
+		for i, have := range c.Env {
+			if have.Name != e.Name {
+				continue
+			}
+			if !tunableEnv[e.Name] {
 				return fmt.Errorf("env %q is set by capn", e.Name)
 			}
+			c.Env[i] = *e.DeepCopy() // a lean default the tenant tunes
+			continue next
 		}
 		c.Env = append(c.Env, *e.DeepCopy())
 	}

@@ -124,7 +124,7 @@ func Etcd(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	if claims == nil {
 		volumes = append(volumes, data)
 	}
-	spec := podSpec(nc, v1alpha1.ComponentEtcd, c, volumes)
+	spec := podSpec(nc, p, v1alpha1.ComponentEtcd, c, volumes)
 	if m.Resources != nil {
 		spec.Containers[0].Resources = *m.Resources.DeepCopy()
 	}

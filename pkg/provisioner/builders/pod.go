@@ -51,12 +51,13 @@ func objectMeta(nc *v1alpha1.NestedCluster, p Params, name, component string) me
 // tenant apiserver, never the management one), non-root, RuntimeDefault
 // seccomp, and a container that can gain nothing and write nowhere but its
 // volumes.
-func podSpec(nc *v1alpha1.NestedCluster, component string, c corev1.Container, volumes []corev1.Volume) corev1.PodSpec {
+func podSpec(nc *v1alpha1.NestedCluster, p Params, component string, c corev1.Container, volumes []corev1.Volume) corev1.PodSpec {
 	c.ImagePullPolicy = corev1.PullIfNotPresent
 	c.Env = append([]corev1.EnvVar{
 		{Name: profiles.EnvPodIP, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}},
 		{Name: profiles.EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 	}, c.Env...)
+	c.Env = append(c.Env, leanEnv(component, c.Name, p.revision(component))...)
 	c.Resources = corev1.ResourceRequirements{Requests: defaultResources[component].DeepCopy()}
 	c.SecurityContext = &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),

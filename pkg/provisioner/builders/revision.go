@@ -33,7 +33,8 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	3: kube-apiserver accepts bootstrap tokens and anonymous reads of
 //	   kube-public/cluster-info, so real nodes can join
 //	   (JoinTemplateRevision).
-const LatestTemplateRevision = 3
+//	4: the lean defaults (LeanTemplateRevision, lean.go).
+const LatestTemplateRevision = 4
 
 // JoinTemplateRevision is the first revision whose kube-apiserver lets
 // nodes join with a bootstrap token. An apiserver rendered earlier gets it

@@ -156,7 +156,7 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		VolumeMounts:   []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
 	}
 	volumes := []corev1.Volume{projectedSecrets("pki", []file{{provisioner.SecretSyncerKC, provisioner.SecretKeyKubeconfig, profiles.FileKubeconfig}})}
-	spec := podSpec(nc, component, c, volumes)
+	spec := podSpec(nc, p, component, c, volumes)
 	// The one capn pod with a management credential: its own
 	// ServiceAccount, which RBAC confines to the workload namespace (and
 	// reading Nodes).

@@ -1,0 +1,192 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"capn.dev/capn/pkg/provisioner/builders"
+	"capn.dev/capn/test/framework"
+)
+
+// BenchmarkDensity packs tenants onto the one real node, old defaults
+// against new in one run: for the revision before the lean defaults and
+// then the latest, it creates the example NestedCluster (Shared data plane,
+// EmptyDir etcd, DNS addon) one at a time until the next one is not Ready
+// within CAPN_BENCH_DENSITY_READY_TIMEOUT (default 2m), the machine's
+// memory in use reaches 80%, or CAPN_BENCH_DENSITY_MAX tenants (default 0:
+// no cap). It then lets them idle for CAPN_BENCH_DENSITY_SETTLE (default
+// 1m) and reads every tenant pod's RSS and CPU over that window (control
+// plane and workload namespaces, so the DNS addon counts), then deletes
+// them all before the next revision. Rows go to CAPN_BENCH_OUT/density.csv.
+func BenchmarkDensity(b *testing.B) {
+	readyTimeout := durationEnv(b, "CAPN_BENCH_DENSITY_READY_TIMEOUT", 2*time.Minute)
+	settle := durationEnv(b, "CAPN_BENCH_DENSITY_SETTLE", time.Minute)
+	limit := 0
+	if v := os.Getenv("CAPN_BENCH_DENSITY_MAX"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			b.Fatalf("CAPN_BENCH_DENSITY_MAX=%q: want a count", v)
+		}
+		limit = n
+	}
+	out := os.Getenv("CAPN_BENCH_OUT")
+	if out == "" {
+		out = b.TempDir()
+	}
+	revisions := []int{builders.LeanTemplateRevision - 1, builders.LatestTemplateRevision}
+	c := framework.StartCluster(b, clusterOptions(b))
+	node := c.StartNode(b, framework.NodeOptions{Kubelet: env(b, "KUBELET"), KubeProxy: env(b, "KUBE_PROXY"), Images: []string{env(b, "CAPN_IMAGES")}})
+	admin := framework.Kubectl{Bin: env(b, "KUBECTL"), Kubeconfig: c.AdminKubeconfig}
+	deployed := framework.DeployCapnWith(b, c, node, admin, repoFile(b, ""),
+		framework.CapnDeployOptions{ExtraArgs: []string{revisionFlag(revisions[0])}})
+	k := admin
+	k.Namespace = "default"
+	pod := deployed.Pod.Name
+
+	b.ResetTimer()
+	rows := [][]string{{"revision", "tenants", "stopped_by", "rss_per_tenant_mib", "cpu_per_tenant_millicores", "memory_used_pct"}}
+	for i, rev := range revisions {
+		if i > 0 {
+			pod = setTemplateRevision(b, c, admin, pod, revisions[i-1], rev)
+		}
+		var names []string
+		stop := ""
+		for stop == "" {
+			if limit > 0 && len(names) == limit {
+				stop = "max"
+				break
+			}
+			if used := memoryUsedPct(b); used >= 80 {
+				stop = fmt.Sprintf("memory %.0f%%", used)
+				break
+			}
+			name := fmt.Sprintf("d%d-%d", rev, len(names))
+			manifest := fmt.Sprintf("apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata: {name: %s}\nspec: {}\n", name)
+			framework.Eventually(b, 30*time.Second, "create "+name, func() (bool, string) {
+				r := k.Run(manifest, "create", "-f", "-")
+				return r.Err == nil, r.Stdout + r.Stderr
+			})
+			start := time.Now()
+			ready := false
+			for time.Since(start) < readyTimeout {
+				r := k.Run("", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+				if ready = r.Err == nil && r.Stdout == "True"; ready {
+					break
+				}
+				time.Sleep(time.Second) // polling a condition with its own deadline (readyTimeout)
+			}
+			names = append(names, name)
+			if !ready {
+				stop = fmt.Sprintf("%s not Ready in %s", name, readyTimeout)
+				break
+			}
+			b.Logf("revision %d: %s Ready in %s (memory %.0f%%)", rev, name, time.Since(start).Round(time.Millisecond), memoryUsedPct(b))
+		}
+		// Only the Ready ones are measured.
+		fits := len(names)
+		if strings.Contains(stop, "not Ready") {
+			fits--
+		}
+		var namespaces []string
+		for _, n := range names[:fits] {
+			namespaces = append(namespaces, mgmtNamespace(b, k, n),
+				k.MustRun(b, "", "get", "nc", n, "-o", "jsonpath={.status.workloadNamespace}"))
+		}
+		cpu0 := map[string]float64{}
+		for _, ns := range namespaces {
+			for comp, s := range podsCPUSeconds(b, admin, node, ns) {
+				cpu0[ns+"/"+comp] = s
+			}
+		}
+		window := time.Now()
+		time.Sleep(settle) // the measurement window itself
+		elapsed := time.Since(window).Seconds()
+		var rssKiB int
+		var cpuSec float64
+		for _, ns := range namespaces {
+			for _, kib := range podsRSS(b, admin, node, ns) {
+				rssKiB += kib
+			}
+			for comp, s := range podsCPUSeconds(b, admin, node, ns) {
+				cpuSec += s - cpu0[ns+"/"+comp]
+			}
+		}
+		used := memoryUsedPct(b)
+		per, milli := 0.0, 0.0
+		if fits > 0 {
+			per, milli = float64(rssKiB)/1024/float64(fits), cpuSec/elapsed*1000/float64(fits)
+		}
+		b.Logf("numbers: density: revision %d: %d tenants fit (stopped by: %s); %.0f MiB RSS and %.1f millicores idle per tenant; memory in use %.0f%%",
+			rev, fits, stop, per, milli, used)
+		rows = append(rows, []string{strconv.Itoa(rev), strconv.Itoa(fits), stop, fmt.Sprintf("%.1f", per), fmt.Sprintf("%.1f", milli), fmt.Sprintf("%.0f", used)})
+		b.ReportMetric(float64(fits), fmt.Sprintf("tenants-rev%d", rev))
+		for _, n := range names {
+			k.MustRun(b, "", "delete", "nc", n, "--wait=false")
+		}
+		for _, n := range names {
+			framework.Eventually(b, 10*time.Minute, n+" deleted", func() (bool, string) {
+				r := k.Run("", "get", "nc", n, "-o", "name")
+				return r.Err != nil && strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr
+			})
+		}
+	}
+	b.StopTimer()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(out, "density.csv"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := csv.NewWriter(f).WriteAll(rows); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func durationEnv(b *testing.B, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		b.Fatalf("%s=%q: want a positive duration", name, v)
+	}
+	return d
+}
+
+// memoryUsedPct is how much of this machine's memory is in use (MemTotal
+// less MemAvailable): the node is this machine.
+func memoryUsedPct(t testing.TB) float64 {
+	t.Helper()
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	vals := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 {
+			v, err := strconv.ParseFloat(fields[1], 64)
+			if err == nil {
+				vals[strings.TrimSuffix(fields[0], ":")] = v
+			}
+		}
+	}
+	if vals["MemTotal"] == 0 {
+		t.Fatal("/proc/meminfo has no MemTotal")
+	}
+	return 100 * (vals["MemTotal"] - vals["MemAvailable"]) / vals["MemTotal"]
+}
