@@ -319,10 +319,13 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	}
 	comps := o.components(in)
 	if o.sleep.asleep {
+		if o.sleep.lingering, err = c.lingeringPods(ctx, in, ns); err != nil {
+			return failed(v1alpha1.ReasonObserveFailed, err)
+		}
 		if o.sleep.hostPods, err = c.stopHostPods(ctx, in, comps); err != nil {
 			return failed(v1alpha1.ReasonApplyFailed, err)
 		}
-		return nil // no pod to look at, no apiserver to bootstrap
+		return nil // no apiserver to bootstrap
 	}
 	// Pods are listed only while a component is not rolled out: that is
 	// when an image can be missing (create, scale, upgrade).

@@ -38,8 +38,10 @@ type sleepState struct {
 	// asleep: the control plane is rendered asleep this sync (an upgrade
 	// in flight holds an asked-for sleep back).
 	asleep bool
-	// hostPods: tenant pods still run on the shared data plane.
-	hostPods bool
+	// hostPods: tenant pods still run on the shared data plane;
+	// lingering: a stopped component's pod is still there (shutting down:
+	// its workload's status no longer counts it).
+	hostPods, lingering bool
 }
 
 // decideSleep runs after the workloads are observed: a sleep asked for
@@ -109,6 +111,23 @@ func inactiveCondition(in *v1alpha1.NestedCluster, s sleepState) (metav1.Conditi
 	return metav1.Condition{}, false
 }
 
+// lingeringPods reports whether a pod of a component that stops in its
+// sleep is still in ns (from the cache): a Deployment's status stops
+// counting a pod once it is terminating, and kube-apiserver drains for
+// seconds after that.
+func (c *Controller) lingeringPods(ctx context.Context, in *v1alpha1.NestedCluster, ns string) (bool, error) {
+	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: in.Name}))
+	if err != nil {
+		return false, fmt.Errorf("listing pods in %s: %w", ns, err)
+	}
+	for _, p := range pods {
+		if builders.Sleeps(in, p.Labels[v1alpha1.ComponentLabel]) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // stopHostPods deletes the tenant's pods on the shared data plane once its
 // syncer is down (before, the syncer would see them go and fail the
 // tenant's pods while it still runs). On wake the syncer finds tenant pods
@@ -152,7 +171,7 @@ func sleepCondition(in *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus
 	switch {
 	case s.asleep:
 		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonAsleep
-		if !sleptDown(in, comps) || s.hostPods {
+		if !sleptDown(in, comps) || s.hostPods || s.lingering {
 			c.Reason = v1alpha1.ReasonFallingAsleep
 		}
 		c.Message = sleepMessage(in)
