@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -66,7 +67,7 @@ func (c *Controller) observeActivity(ctx context.Context, nc, in *v1alpha1.Neste
 	if !due {
 		return
 	}
-	clusterCA, err := pki.ParseCA(ca["tls.crt"], ca["tls.key"])
+	clusterCA, err := pki.ParseCA(ca[corev1.TLSCertKey], ca[corev1.TLSPrivateKeyKey])
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Parsing the cluster CA for the activity check")
 		return
