@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
 )
 
@@ -88,6 +90,18 @@ func (r *JoinTokenREST) Create(ctx context.Context, name string, obj runtime.Obj
 	out.Spec.ExpirationSeconds = ptr.To(int64(ttl / time.Second))
 	if len(options.DryRun) > 0 {
 		return out, nil // validated and authorized; nothing created in the tenant
+	}
+	// The token is a Secret in the tenant: a sleeping tenant has no
+	// apiserver to hold it. One asleep for inactivity is asked to wake.
+	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1alpha1.ConditionSleeping) {
+		if err := requestWake(ctx, r.store, nc, time.Now()); err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("asking %s/%s to wake: %w", nc.Namespace, name, err))
+		}
+		why := "spec.sleep.asleep is true: wake it first (kubectl nested wake " + name + ")"
+		if meta.IsStatusConditionTrue(nc.Status.Conditions, v1alpha1.ConditionInactive) {
+			why = "it slept for inactivity and is waking now: retry once it is Ready"
+		}
+		return nil, apierrors.NewConflict(capn.Resource(resource), name, fmt.Errorf("the NestedCluster is asleep; %s", why))
 	}
 	tok, err := r.issuer.IssueJoinToken(ctx, nc, requester.GetName(), ttl)
 	switch {
