@@ -4,10 +4,8 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/csv"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,17 +138,7 @@ func BenchmarkDensity(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(out, "density.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := csv.NewWriter(f).WriteAll(rows); err != nil {
-		b.Fatal(err)
-	}
+	b.Logf("wrote %s", saveCSV(b, out, "density.csv", rows))
 }
 
 func durationEnv(b *testing.B, name string, def time.Duration) time.Duration {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/csv"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,20 +129,21 @@ func BenchmarkLean(b *testing.B) {
 		b.Logf("numbers: lean: %-16s total %.0f MiB (%.2fx %s): %s", v.name, totals[v.name], totals[v.name]/totals[base], base, strings.Join(parts, ", "))
 		b.ReportMetric(totals[v.name], v.name+"-MiB")
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(out, "lean.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := csv.NewWriter(f).WriteAll(rows); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("wrote %s (%d rows; window %.0f s)", f.Name(), len(rows)-1, elapsed)
+	b.Logf("wrote %s (%d rows; window %.0f s)", saveCSV(b, out, "lean.csv", rows), len(rows)-1, elapsed)
 }
 
+// saveCSV writes rows to dir/name (writeCSV) and returns the path.
+func saveCSV(t testing.TB, dir, name string, rows [][]string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := writeCSV(path, rows); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 // podsCPUSeconds is the CPU time (user + system) each component's
 // containers in ns have used, by the pod's capn.dev/component label.
 func podsCPUSeconds(t testing.TB, admin framework.Kubectl, node *framework.Node, ns string) map[string]float64 {
