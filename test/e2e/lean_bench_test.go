@@ -144,6 +144,7 @@ func saveCSV(t testing.TB, dir, name string, rows [][]string) string {
 	}
 	return path
 }
+
 // podsCPUSeconds is the CPU time (user + system) each component's
 // containers in ns have used, by the pod's capn.dev/component label.
 func podsCPUSeconds(t testing.TB, admin framework.Kubectl, node *framework.Node, ns string) map[string]float64 {
