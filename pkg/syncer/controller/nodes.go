@@ -85,6 +85,32 @@ func VirtualNode(host *corev1.Node, kubelet *KubeletEndpoint) *corev1.Node {
 	return v
 }
 
+// ownLabels is cur with the labels the syncer owns (VirtualNodeLabel and
+// mirroredLabels) as in want, and every other label as it is: the tenant's
+// kube-controller-manager adds beta.kubernetes.io/os and /arch to every
+// Node, and users label nodes. Replacing the whole map removed kcm's, kcm
+// put them back, and the two rewrote the Node many times a second, which
+// was most of an idle tenant's CPU. changed: an owned label differs.
+func ownLabels(cur, want map[string]string) (map[string]string, bool) {
+	out := make(map[string]string, len(cur)+len(want))
+	for k, v := range cur {
+		out[k] = v
+	}
+	changed := false
+	for _, k := range append([]string{VirtualNodeLabel}, mirroredLabels...) {
+		w, ok := want[k]
+		c, had := cur[k]
+		switch {
+		case ok && (!had || c != w):
+			out[k], changed = w, true
+		case !ok && had:
+			delete(out, k)
+			changed = true
+		}
+	}
+	return out, changed
+}
+
 // syncNode makes the tenant's virtual Node name match the host node of
 // that name, or removes it when the host node is gone or no longer
 // selected.
@@ -127,9 +153,10 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		// A real node of the same name joined the tenant: it is not ours.
 		return nil
 	}
-	if !equality.Semantic.DeepEqual(cur.Labels, want.Labels) || cur.Spec.Unschedulable != want.Spec.Unschedulable {
+	labels, relabel := ownLabels(cur.Labels, want.Labels)
+	if relabel || cur.Spec.Unschedulable != want.Spec.Unschedulable {
 		upd := cur.DeepCopy()
-		upd.Labels, upd.Spec.Unschedulable = want.Labels, want.Spec.Unschedulable
+		upd.Labels, upd.Spec.Unschedulable = labels, want.Spec.Unschedulable
 		if cur, err = nodes.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 			return err
 		}

@@ -82,3 +82,36 @@ func TestVirtualNodeAdvertisesTheSyncerAsItsKubelet(t *testing.T) {
 	assert.Equal(t, []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.244.0.9"}, {Type: corev1.NodeHostName, Address: "node-1"}}, v.Status.Addresses)
 	assert.Equal(t, int32(10350), v.Status.DaemonEndpoints.KubeletEndpoint.Port)
 }
+
+// Labels others put on the virtual Node stay: the tenant's
+// kube-controller-manager adds the beta os/arch labels to every Node, and
+// removing them made the two rewrite the Node many times a second. The
+// syncer's own labels still follow the host, removals included.
+func TestSyncNodeKeepsLabelsItDoesNotOwn(t *testing.T) {
+	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{
+		corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}}}
+	cur := VirtualNode(host, nil)
+	cur.Labels["beta.kubernetes.io/os"], cur.Labels["beta.kubernetes.io/arch"] = "linux", "amd64" // kcm's
+	cur.Labels["team"] = "blue"                                                                   // a user's
+	cur.Labels[corev1.LabelTopologyZone] = "gone"                                                 // the host lost it
+	hosts := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	tenants := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, hosts.Add(host))
+	require.NoError(t, tenants.Add(cur))
+	client := fake.NewClientset(cur)
+	s := &Syncer{o: Options{Tenant: client}, hostNodes: corelisters.NewNodeLister(hosts), tenantNodes: corelisters.NewNodeLister(tenants)}
+
+	require.NoError(t, s.syncNode(context.Background(), "node-1"))
+	got, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{VirtualNodeLabel: "true", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", "team": "blue"}, got.Labels)
+
+	// In step, nothing to write: the loop is gone.
+	require.NoError(t, tenants.Update(got))
+	client.ClearActions()
+	require.NoError(t, s.syncNode(context.Background(), "node-1"))
+	for _, a := range client.Actions() {
+		assert.NotEqual(t, "update", a.GetVerb(), "%v", a)
+	}
+}
