@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -64,7 +63,7 @@ func decideSleep(in *v1alpha1.NestedCluster, o *observation, now time.Time) slee
 		if !ok {
 			continue
 		}
-		if v := componentVersion(w); v != "" && v != in.Spec.Version {
+		if v := observeWorkload(w, 0, false).status.Version; v != "" && v != in.Spec.Version {
 			return s
 		}
 	}
@@ -216,12 +215,4 @@ func sleepMessage(in *v1alpha1.NestedCluster) string {
 	default:
 		return stopped + dataPlane + fmt.Sprintf("; etcd keeps running, because its %s storage would lose the data if it stopped", m.Storage.Type)
 	}
-}
-
-// componentVersion is the version a live kube-* Deployment renders.
-func componentVersion(w builders.Object) string {
-	if d, ok := w.(*appsv1.Deployment); ok {
-		return d.Spec.Template.Annotations[provisioner.VersionAnnotation]
-	}
-	return ""
 }
