@@ -75,22 +75,25 @@ func TestSleepAndWake(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, v1alpha1.ReasonFallingAsleep, c.Reason)
 
-	// The Deployments report zero, but kube-apiserver's pod still drains:
-	// not asleep yet.
+	// The Deployments report zero: the syncer is down, so its host pods go.
 	f.markReady()
-	draining := hostPod(managementNamespace(f.nc), "kube-apiserver-x", "u-3")
-	draining.Labels = map[string]string{v1alpha1.ClusterLabel: f.nc.Name, v1alpha1.ComponentLabel: v1alpha1.ComponentAPIServer}
-	_, err = f.kube.CoreV1().Pods(draining.Namespace).Create(context.Background(), draining, metav1.CreateOptions{})
-	require.NoError(t, err)
 	after := f.sync()
-	assert.Equal(t, v1alpha1.ReasonFallingAsleep, condition(t, &f.nc.Status, v1alpha1.ConditionSleeping).Reason, "a pod still drains")
-	assert.NotZero(t, after, "pods are still there: look again")
-	require.NoError(t, f.kube.CoreV1().Pods(draining.Namespace).Delete(context.Background(), draining.Name, metav1.DeleteOptions{}))
+	assert.NotZero(t, after, "host pods were still there: look again")
 	pods, err = f.kube.CoreV1().Pods(wns).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, pods.Items, "the tenant's host pods are stopped once the syncer is down")
 	_, err = f.kube.CoreV1().Pods(other.Namespace).Get(context.Background(), other.Name, metav1.GetOptions{})
 	require.NoError(t, err, "a pod outside the workload namespace is not touched")
+
+	// No host pod left, but kube-apiserver's pod still drains: not asleep yet.
+	draining := hostPod(managementNamespace(f.nc), "kube-apiserver-x", "u-3")
+	draining.Labels = map[string]string{v1alpha1.ClusterLabel: f.nc.Name, v1alpha1.ComponentLabel: v1alpha1.ComponentAPIServer}
+	_, err = f.kube.CoreV1().Pods(draining.Namespace).Create(context.Background(), draining, metav1.CreateOptions{})
+	require.NoError(t, err)
+	after = f.sync()
+	assert.Equal(t, v1alpha1.ReasonFallingAsleep, condition(t, &f.nc.Status, v1alpha1.ConditionSleeping).Reason, "a pod still drains")
+	assert.NotZero(t, after, "a pod is still there: look again")
+	require.NoError(t, f.kube.CoreV1().Pods(draining.Namespace).Delete(context.Background(), draining.Name, metav1.DeleteOptions{}))
 	after = f.sync()
 	assert.Zero(t, after, "asleep and settled: nothing to poll")
 	f.mgmt.reset()
