@@ -14,6 +14,18 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
+// nodeSyncer is a Syncer whose listers hold host and the tenant's cur,
+// writing through a fake tenant client; tenants is cur's indexer.
+func nodeSyncer(t *testing.T, host, cur *corev1.Node) (*Syncer, *fake.Clientset, cache.Indexer) {
+	t.Helper()
+	hosts := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	tenants := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, hosts.Add(host))
+	require.NoError(t, tenants.Add(cur))
+	client := fake.NewClientset(cur)
+	return &Syncer{o: Options{Tenant: client}, hostNodes: corelisters.NewNodeLister(hosts), tenantNodes: corelisters.NewNodeLister(tenants)}, client, tenants
+}
+
 func TestVirtualNodeMirrorsTheHostNode(t *testing.T) {
 	host := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{
@@ -53,12 +65,7 @@ func TestSyncNodeDropsAResourceTheHostLost(t *testing.T) {
 	cur := VirtualNode(host, nil)
 	cur.Status.Capacity["example.com/gpu"] = resource.MustParse("1")
 	cur.Status.Allocatable["example.com/gpu"] = resource.MustParse("1")
-	hosts := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	tenants := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	require.NoError(t, hosts.Add(host))
-	require.NoError(t, tenants.Add(cur))
-	client := fake.NewClientset(cur)
-	s := &Syncer{o: Options{Tenant: client}, hostNodes: corelisters.NewNodeLister(hosts), tenantNodes: corelisters.NewNodeLister(tenants)}
+	s, client, _ := nodeSyncer(t, host, cur)
 
 	require.NoError(t, s.syncNode(context.Background(), "node-1"))
 	got, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
@@ -94,12 +101,7 @@ func TestSyncNodeKeepsLabelsItDoesNotOwn(t *testing.T) {
 	cur.Labels["beta.kubernetes.io/os"], cur.Labels["beta.kubernetes.io/arch"] = "linux", "amd64" // kcm's
 	cur.Labels["team"] = "blue"                                                                   // a user's
 	cur.Labels[corev1.LabelTopologyZone] = "gone"                                                 // the host lost it
-	hosts := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	tenants := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	require.NoError(t, hosts.Add(host))
-	require.NoError(t, tenants.Add(cur))
-	client := fake.NewClientset(cur)
-	s := &Syncer{o: Options{Tenant: client}, hostNodes: corelisters.NewNodeLister(hosts), tenantNodes: corelisters.NewNodeLister(tenants)}
+	s, client, tenants := nodeSyncer(t, host, cur)
 
 	require.NoError(t, s.syncNode(context.Background(), "node-1"))
 	got, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
