@@ -19,6 +19,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/install"
 	"capn.dev/capn/pkg/registry/nestedcluster"
+	"capn.dev/capn/pkg/registry/nestedetcdpool"
 )
 
 var (
@@ -134,6 +135,10 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	pools, err := nestedetcdpool.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, c.GenericConfig.Authorization.Authorizer)
+	if err != nil {
+		return nil, err
+	}
 	group := genericapiserver.NewDefaultAPIGroupInfo(capn.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = NegotiatedSerializer
 	group.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
@@ -141,6 +146,8 @@ func (c completedConfig) New() (*Server, error) {
 		"nestedclusters/status":  store.Status,
 		"nestedclusters/scale":   store.Scale,
 		"nestedclusters/upgrade": store.Upgrade,
+		"nestedetcdpools":        pools.Pool,
+		"nestedetcdpools/status": pools.Status,
 	}
 	if c.KubeconfigIssuer != nil {
 		group.VersionedResourcesStorageMap["v1alpha1"]["nestedclusters/kubeconfig"] =

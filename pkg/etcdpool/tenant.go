@@ -1,9 +1,8 @@
 // Package etcdpool gives a tenant its own place in an etcd shared by many
-// (issue 13, part 3): an etcd user that authenticates by the common name of
+// (a NestedEtcdPool): an etcd user that authenticates by the common name of
 // its client certificate, and a role with readwrite on exactly the tenant's
-// key prefix. It talks to etcd with the v3 client and nothing else; the API
-// that names a pool (NestedEtcdPool) and the provisioner's use of this are
-// not built yet.
+// key prefix. It talks to etcd with the v3 client and nothing else; the
+// provisioner decides when (controller/etcdpool.go).
 package etcdpool
 
 import (

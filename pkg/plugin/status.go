@@ -57,9 +57,12 @@ func printStatus(out io.Writer, nc *v1alpha1.NestedCluster) error {
 	row := func(name string, desired *int32, s v1alpha1.ComponentStatus) {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\n", name, ptr.Deref(desired, 1), s.ReadyReplicas, s.UpdatedReplicas, dash(s.Version), dash(s.Image))
 	}
-	if ext := nc.Spec.Etcd.External; ext != nil {
+	switch {
+	case nc.Spec.Etcd.External != nil:
 		fmt.Fprintf(w, "etcd\texternal\t-\t-\t-\t-\n")
-	} else {
+	case nc.Spec.Etcd.Pool != "":
+		fmt.Fprintf(w, "etcd\tpool %s\t-\t-\t-\t-\n", nc.Spec.Etcd.Pool)
+	default:
 		var desired *int32
 		if m := nc.Spec.Etcd.Managed; m != nil {
 			desired = m.Replicas

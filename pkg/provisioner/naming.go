@@ -115,6 +115,11 @@ const (
 	// tls.crt and tls.key), because a pod can only mount its own namespace.
 	SecretExternalEtcdCA     = "external-etcd-ca"
 	SecretExternalEtcdClient = "external-etcd-client"
+	// Pooled etcd (spec.etcd.pool): the controller writes the pool's CA
+	// (ca.crt) and the client certificate it issued the cluster's etcd
+	// user (tls.crt, tls.key) into one Secret. The pool's CA key and root
+	// credential never leave the provider's Secret.
+	SecretPoolEtcdClient = "pool-etcd-client"
 )
 
 // Secret keys beyond the kubernetes.io/tls ones (corev1.TLSCertKey,

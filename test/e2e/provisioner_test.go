@@ -170,6 +170,7 @@ func TestProvisionerOnNode(t *testing.T) {
 	}
 
 	rss := tenantRSS(t, c, admin, node, mgmtNamespace(t, admin, "demo"))
+	demoEtcdKiB := podsRSS(t, admin, node, mgmtNamespace(t, admin, "demo"))[v1alpha1.ComponentEtcd]
 	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
 	drift := revertsHandEdit(t, admin, mgmtNamespace(t, admin, "demo"))
 	sleep := testSleepWake(t, admin, k, node, plugin, "mem")
@@ -213,6 +214,14 @@ func TestProvisionerOnNode(t *testing.T) {
 	t.Logf("numbers: a hand edit of kcm's args reverted %s after the patch", drift.Round(time.Millisecond))
 	t.Logf("numbers: sleep and wake: %s", sleep)
 	t.Logf("numbers: delete of 3 tenants -> all namespaces gone %s", gone.Round(time.Millisecond))
+
+	// Two tenants on one shared etcd, on the node the others left.
+	t.Run("EtcdPool", func(t *testing.T) {
+		t.Logf("numbers: etcd pool: %s", testEtcdPool(t, c, admin, k, node, kubectl, demoEtcdKiB))
+	})
+	if t.Failed() {
+		return
+	}
 
 	// The same management cluster, node and capn, now without tenants: one
 	// node's start, image import and capn deployment fewer in the suite.

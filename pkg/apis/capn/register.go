@@ -32,6 +32,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedClusterUpgrade{},
 		&NestedClusterKubeconfigRequest{},
 		&NestedClusterJoinTokenRequest{},
+		&NestedEtcdPool{},
+		&NestedEtcdPoolList{},
 	)
 	return nil
 }

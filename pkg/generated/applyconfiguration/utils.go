@@ -54,12 +54,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &capnv1alpha1.ExternalEtcdApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ManagedEtcd"):
 		return &capnv1alpha1.ManagedEtcdApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NamespacedSecretReference"):
+		return &capnv1alpha1.NamespacedSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NestedCluster"):
 		return &capnv1alpha1.NestedClusterApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NestedClusterSpec"):
 		return &capnv1alpha1.NestedClusterSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NestedClusterStatus"):
 		return &capnv1alpha1.NestedClusterStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NestedEtcdPool"):
+		return &capnv1alpha1.NestedEtcdPoolApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NestedEtcdPoolSpec"):
+		return &capnv1alpha1.NestedEtcdPoolSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NestedEtcdPoolStatus"):
+		return &capnv1alpha1.NestedEtcdPoolStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &capnv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SleepSpec"):

@@ -47,6 +47,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.EtcdStorage{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_EtcdStorage(ref),
 		v1alpha1.ExternalEtcd{}.OpenAPIModelName():                         schema_pkg_apis_capn_v1alpha1_ExternalEtcd(ref),
 		v1alpha1.ManagedEtcd{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_ManagedEtcd(ref),
+		v1alpha1.NamespacedSecretReference{}.OpenAPIModelName():            schema_pkg_apis_capn_v1alpha1_NamespacedSecretReference(ref),
 		v1alpha1.NestedCluster{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_NestedCluster(ref),
 		v1alpha1.NestedClusterJoinTokenRequest{}.OpenAPIModelName():        schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequest(ref),
 		v1alpha1.NestedClusterJoinTokenRequestSpec{}.OpenAPIModelName():    schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequestSpec(ref),
@@ -58,6 +59,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.NestedClusterSpec{}.OpenAPIModelName():                    schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref),
 		v1alpha1.NestedClusterStatus{}.OpenAPIModelName():                  schema_pkg_apis_capn_v1alpha1_NestedClusterStatus(ref),
 		v1alpha1.NestedClusterUpgrade{}.OpenAPIModelName():                 schema_pkg_apis_capn_v1alpha1_NestedClusterUpgrade(ref),
+		v1alpha1.NestedEtcdPool{}.OpenAPIModelName():                       schema_pkg_apis_capn_v1alpha1_NestedEtcdPool(ref),
+		v1alpha1.NestedEtcdPoolList{}.OpenAPIModelName():                   schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolList(ref),
+		v1alpha1.NestedEtcdPoolSpec{}.OpenAPIModelName():                   schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolSpec(ref),
+		v1alpha1.NestedEtcdPoolStatus{}.OpenAPIModelName():                 schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolStatus(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                      schema_pkg_apis_capn_v1alpha1_SecretReference(ref),
 		v1alpha1.SleepSpec{}.OpenAPIModelName():                            schema_pkg_apis_capn_v1alpha1_SleepSpec(ref),
 		v1alpha1.UpgradeStatus{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_UpgradeStatus(ref),
@@ -797,7 +802,7 @@ func schema_pkg_apis_capn_v1alpha1_EtcdSpec(ref common.ReferenceCallback) common
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "EtcdSpec selects where the control plane keeps its state. Exactly one of managed or external is set; managed is the default.",
+				Description: "EtcdSpec selects where the control plane keeps its state. Exactly one of managed, external or pool is set; managed is the default.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"managed": {
@@ -810,6 +815,13 @@ func schema_pkg_apis_capn_v1alpha1_EtcdSpec(ref common.ReferenceCallback) common
 						SchemaProps: spec.SchemaProps{
 							Description: "external points the apiserver at an etcd that capn does not run.",
 							Ref:         ref(v1alpha1.ExternalEtcd{}.OpenAPIModelName()),
+						},
+					},
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool names a NestedEtcdPool: the cluster keeps its state in an etcd shared with other tenants, under its own prefix and etcd user. Immutable. The requester needs the verb \"use\" on the pool.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -951,6 +963,36 @@ func schema_pkg_apis_capn_v1alpha1_ManagedEtcd(ref common.ReferenceCallback) com
 		},
 		Dependencies: []string{
 			v1alpha1.EtcdStorage{}.OpenAPIModelName(), corev1.ResourceRequirements{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NamespacedSecretReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NamespacedSecretReference names a Secret in a given namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the Secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the Secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name"},
+			},
+		},
 	}
 }
 
@@ -1531,6 +1573,202 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterUpgrade(ref common.ReferenceCall
 		},
 		Dependencies: []string{
 			metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedEtcdPool(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedEtcdPool is an etcd that many NestedClusters share, each under its own key prefix with its own etcd user (spec.etcd.pool). The provider runs the etcd; capn only adds and removes tenants in it. Cluster-scoped: it is the provider's, and tenants use one by name when RBAC grants them the verb \"use\" on it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec is where the pool is and how capn reaches it as root.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NestedEtcdPoolSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is what capn last observed of the pool. Read-only.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NestedEtcdPoolStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.NestedEtcdPoolSpec{}.OpenAPIModelName(), v1alpha1.NestedEtcdPoolStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedEtcdPoolList is a list of NestedEtcdPools.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.NestedEtcdPool{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.NestedEtcdPool{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedEtcdPoolSpec describes a shared etcd. Its etcd must run with TLS, client-certificate authentication and auth enabled: a tenant's identity in the pool is the common name of the client certificate capn issues it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"endpoints": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "endpoints are the pool members' client URLs, https://host:port.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"credentialsSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "credentialsSecretRef names the Secret, in a namespace of the provider's that tenants cannot read, that holds the pool's CA (ca.crt, and ca.key to sign each tenant's client certificate) and the root user's client certificate (tls.crt, tls.key, CN root).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NamespacedSecretReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"endpoints", "credentialsSecretRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.NamespacedSecretReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedEtcdPoolStatus is the pool as capn last saw it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "observedGeneration is the generation the status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"tenants": {
+						SchemaProps: spec.SchemaProps{
+							Description: "tenants is how many NestedClusters keep their state in the pool.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"dbSizeBytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "dbSizeBytes is the largest database size the members report. etcd has no quota per prefix: one tenant can fill the pool, and a pool at its quota refuses writes from every tenant.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions: Available (capn reached the pool as root with auth enabled).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

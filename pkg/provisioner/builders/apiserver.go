@@ -1,6 +1,8 @@
 package builders
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,11 +37,21 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	// Secrets behind them differ.
 	etcdCA := file{provisioner.SecretEtcdCA, corev1.TLSCertKey, profiles.FileEtcdCACert}
 	etcdClient := provisioner.SecretAPIServerEtcdClient
-	if x := nc.Spec.Etcd.External; x != nil {
+	switch x := nc.Spec.Etcd.External; {
+	case x != nil:
 		in.EtcdServers, in.EtcdPrefix = x.Endpoints, x.Prefix
 		etcdCA = file{provisioner.SecretExternalEtcdCA, corev1.ServiceAccountRootCAKey, profiles.FileEtcdCACert}
 		etcdClient = provisioner.SecretExternalEtcdClient
-	} else {
+	case nc.Spec.Etcd.Pool != "":
+		if p.EtcdPool == nil {
+			return nil, fmt.Errorf("spec.etcd.pool %q: the pool's endpoints are not known", nc.Spec.Etcd.Pool)
+		}
+		in.EtcdServers, in.EtcdPrefix = p.EtcdPool.Endpoints, p.EtcdPool.Prefix
+		// Compaction is the whole pool's, and etcd allows it to root only.
+		in.EtcdCompactionDisabled = true
+		etcdCA = file{provisioner.SecretPoolEtcdClient, corev1.ServiceAccountRootCAKey, profiles.FileEtcdCACert}
+		etcdClient = provisioner.SecretPoolEtcdClient
+	default:
 		in.EtcdServers, in.EtcdPrefix = []string{provisioner.EtcdClientURL(nc, p.Addresses(), profiles.EtcdClientPort)}, v1alpha1.DefaultEtcdPrefix
 	}
 	flags, err := args(prof, component, in, spec.ExtraArgs)

@@ -83,6 +83,18 @@ type Params struct {
 	// controller's to decide, not spec.sleep's alone: a sleep asked for
 	// during an upgrade waits for the upgrade to finish.
 	Asleep bool
+	// EtcdPool is where a cluster with spec.etcd.pool keeps its state: the
+	// pool's endpoints and the cluster's own key prefix. The controller
+	// reads them from the NestedEtcdPool; nil with spec.etcd.pool set is
+	// an error.
+	EtcdPool *EtcdPool
+}
+
+// EtcdPool is a cluster's place in a NestedEtcdPool.
+type EtcdPool struct {
+	Endpoints []string
+	// Prefix is the cluster's --etcd-prefix, "/<uid>/" (etcdpool.For).
+	Prefix string
 }
 
 // Addresses are the facts of p that names, addresses and SANs depend on

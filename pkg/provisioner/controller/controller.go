@@ -60,6 +60,9 @@ type Options struct {
 	Health *Health
 	// DataPlane is the provider's side of Shared data planes.
 	DataPlane builders.DataPlane
+	// PoolInformer serves the NestedEtcdPools clusters name in
+	// spec.etcd.pool; nil refuses such clusters (ReasonEtcdPoolFailed).
+	PoolInformer informers.NestedEtcdPoolInformer
 	// ActivityInterval is how often a tenant with spec.sleep.
 	// afterInactivity is checked for requests; 0 means
 	// DefaultActivityInterval.
@@ -103,6 +106,12 @@ type Controller struct {
 	activityInterval time.Duration
 	activitySlots    chan struct{}
 	activityWG       sync.WaitGroup
+	// pools lists NestedEtcdPools (nil: none served); poolGrants maps a
+	// pooled cluster's UID to the pool credentials it was granted with
+	// (etcdpool.go); poolQueue drives the pools' own status (pools.go).
+	pools      listers.NestedEtcdPoolLister
+	poolGrants map[types.UID]string
+	poolQueue  workqueue.TypedRateLimitingInterface[string]
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -123,6 +132,7 @@ func New(o Options) (*Controller, error) {
 		tenantSlots:   make(chan struct{}, DefaultTenantConcurrency),
 		activity:      map[types.UID]*activity{},
 		activitySlots: make(chan struct{}, activityConcurrency),
+		poolGrants:    map[types.UID]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"}),
@@ -160,6 +170,14 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adding event handler: %w", err)
 	}
+	if o.PoolInformer != nil {
+		c.poolQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-pools"})
+		if err := c.watchPools(o.PoolInformer, o.Informer.Informer()); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -178,6 +196,10 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.health.cachesSynced(c.queue.Len)
 	for range workers {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	if c.poolQueue != nil {
+		defer c.poolQueue.ShutDown()
+		go wait.UntilWithContext(ctx, c.poolWorker, time.Second)
 	}
 	<-ctx.Done()
 }
@@ -284,7 +306,12 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		// Asleep nobody uses it; awake again, its idle time starts over.
 		c.forgetActivity(nc.UID)
 	}
-	params, err := c.ensureServices(ctx, nc, in, ns)
+	// Before the Services: every render of a pooled cluster needs its pool.
+	pool, poolHash, err := c.ensureEtcdPool(ctx, nc, in, ns)
+	if err != nil {
+		return failed(v1alpha1.ReasonEtcdPoolFailed, err)
+	}
+	params, err := c.ensureServices(ctx, nc, in, ns, pool)
 	if err != nil {
 		return failed(v1alpha1.ReasonServicesFailed, err)
 	}
@@ -301,6 +328,9 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	}
 	if external != "" {
 		params.CertsHash += "-" + external[:16]
+	}
+	if poolHash != "" {
+		params.CertsHash += "-" + poolHash
 	}
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
 	params.EtcdImage = o.etcdImage()

@@ -59,6 +59,11 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	if err != nil {
 		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
 	}
+	// Out of the pool before the namespace goes: once the apiserver is
+	// gone nothing else knows the cluster's etcd user and keys are there.
+	if err := c.releaseEtcdPool(ctx, nc); err != nil {
+		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
+	}
 	proto := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {

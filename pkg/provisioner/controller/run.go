@@ -120,6 +120,7 @@ func Start(ctx context.Context, cfg RunConfig) error {
 		c, err := New(Options{
 			Capn:             capnClient,
 			Informer:         factory.Capn().V1alpha1().NestedClusters(),
+			PoolInformer:     factory.Capn().V1alpha1().NestedEtcdPools(),
 			Management:       management,
 			Recorder:         recorder,
 			RenewalThreshold: cfg.RenewalThreshold,

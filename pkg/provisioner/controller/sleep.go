@@ -208,6 +208,8 @@ func sleepMessage(in *v1alpha1.NestedCluster) string {
 	}
 	m := in.Spec.Etcd.Managed
 	switch {
+	case in.Spec.Etcd.Pool != "":
+		return stopped + dataPlane + "; the pooled etcd is untouched"
 	case m == nil:
 		return stopped + dataPlane + "; the external etcd is untouched"
 	case builders.Sleeps(in, v1alpha1.ComponentEtcd):

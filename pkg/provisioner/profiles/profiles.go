@@ -42,6 +42,11 @@ type Params struct {
 	EtcdServers []string
 	// EtcdPrefix is kube-apiserver's etcd key prefix.
 	EtcdPrefix string
+	// EtcdCompactionDisabled: kube-apiserver does not compact etcd. A
+	// pooled etcd is compacted by its operator: one tenant's apiserver
+	// compacting would compact every tenant's history, and etcd refuses
+	// compaction to anyone but root when auth is on.
+	EtcdCompactionDisabled bool
 	// ServiceCIDR, PodCIDR and DNSDomain come from spec.clusterNetwork.
 	ServiceCIDR, PodCIDR, DNSDomain string
 	// LeaderElect is on for kube-controller-manager and kube-scheduler

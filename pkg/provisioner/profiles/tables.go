@@ -91,6 +91,9 @@ func apiServerFlags(in Params) Flags {
 	if in.NodeJoin {
 		f["enable-bootstrap-token-auth"] = "true"
 	}
+	if in.EtcdCompactionDisabled {
+		f["etcd-compaction-interval"] = "0"
+	}
 	return f
 }
 

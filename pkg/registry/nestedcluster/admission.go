@@ -13,6 +13,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/registry/authz"
 )
 
 // DefaultFinalizerAdminGroups may remove capn's finalizer besides capn
@@ -23,7 +24,8 @@ var DefaultFinalizerAdminGroups = []string{user.SystemPrivilegedGroup}
 // validation decides from the object alone.
 type Policy struct {
 	// Authorizer answers whether the requester may read the Secrets a
-	// NestedCluster references; capn-apiserver passes its delegated
+	// NestedCluster references and use the pool it names; capn-apiserver
+	// passes its delegated
 	// authorizer, so the answer is the management cluster's RBAC.
 	Authorizer authorizer.Authorizer
 	// FinalizerAdminGroups may remove v1alpha1.ProvisionerFinalizer: the
@@ -91,27 +93,25 @@ func (p Policy) secretErrors(ctx context.Context, newNC, oldNC *capn.NestedClust
 		if ref.name == "" || before[ref.name] {
 			continue
 		}
-		if msg := p.canGetSecret(ctx, newNC.Namespace, ref.name); msg != "" {
+		if msg := authz.CanGetSecret(ctx, p.Authorizer, newNC.Namespace, ref.name); msg != "" {
 			errs = append(errs, field.Forbidden(ref.path, msg))
 		}
 	}
 	return errs
 }
 
-// canGetSecret returns "" when the requester may get the Secret, else why not.
-func (p Policy) canGetSecret(ctx context.Context, namespace, name string) string {
-	u, ok := genericapirequest.UserFrom(ctx)
-	if !ok {
-		return fmt.Sprintf("no user to check permission \"get\" on secrets %q in namespace %q", name, namespace)
+// poolErrors proves the requester may use the NestedEtcdPool the cluster
+// names (checked on create only: the field is immutable). Without it any
+// tenant could put its state, and its load, in any pool the provider runs.
+func (p Policy) poolErrors(ctx context.Context, newNC, oldNC *capn.NestedCluster) field.ErrorList {
+	pool := newNC.Spec.Etcd.Pool
+	if pool == "" || oldNC != nil {
+		return nil
 	}
-	decision, _, err := p.Authorizer.Authorize(ctx, authorizer.AttributesRecord{
-		User: u, Verb: "get", Namespace: namespace, APIGroup: "", Resource: "secrets", Name: name, ResourceRequest: true,
-	})
-	switch {
-	case err != nil && decision != authorizer.DecisionAllow:
-		return fmt.Sprintf("could not check permission \"get\" on secrets %q in namespace %q: %v", name, namespace, err)
-	case decision != authorizer.DecisionAllow:
-		return fmt.Sprintf("user %q lacks permission \"get\" on secrets %q in namespace %q: referencing a Secret requires reading it", u.GetName(), name, namespace)
+	msg := authz.Denied(ctx, p.Authorizer, authorizer.AttributesRecord{Verb: "use", APIGroup: capn.GroupName, Resource: "nestedetcdpools", Name: pool},
+		"a provider grants the use of a pool through RBAC")
+	if msg == "" {
+		return nil
 	}
-	return ""
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "etcd", "pool"), msg)}
 }

@@ -64,6 +64,7 @@ func (nestedClusterStrategy) PrepareForUpdate(_ context.Context, obj, old runtim
 func (s nestedClusterStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	nc := obj.(*capn.NestedCluster)
 	errs := append(validation.ValidateNestedCluster(nc), s.policy.DataPlane.errors(nc, nil)...)
+	errs = append(errs, s.policy.poolErrors(ctx, nc, nil)...)
 	return append(errs, s.policy.secretErrors(ctx, nc, nil)...)
 }
 

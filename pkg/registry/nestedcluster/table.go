@@ -27,7 +27,7 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Age", Type: "string", Description: "Time since creation."},
 	{Name: "Controller-Managers", Type: "string", Priority: 1, Description: "Ready/desired kube-controller-manager replicas."},
 	{Name: "Schedulers", Type: "string", Priority: 1, Description: "Ready/desired kube-scheduler replicas."},
-	{Name: "Etcd", Type: "string", Priority: 1, Description: "Ready/desired etcd members, or External."},
+	{Name: "Etcd", Type: "string", Priority: 1, Description: "Ready/desired etcd members, External, or Pool/<name>."},
 	{Name: "Reason", Type: "string", Priority: 1, Description: "Why the cluster is not healthy: the reason of ImagesAvailable=False, else Degraded=True, else Ready not True."},
 }
 
@@ -89,6 +89,9 @@ func readyOf(s capn.ComponentStatus, desired *int32) string {
 func etcdOf(nc *capn.NestedCluster) string {
 	if nc.Spec.Etcd.External != nil {
 		return "External"
+	}
+	if nc.Spec.Etcd.Pool != "" {
+		return "Pool/" + nc.Spec.Etcd.Pool
 	}
 	var desired *int32
 	if nc.Spec.Etcd.Managed != nil {

@@ -34,7 +34,7 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 			n.ServiceCIDR = orDefault(n.ServiceCIDR, v1alpha1.DefaultServiceCIDR)
 			n.PodCIDR = orDefault(n.PodCIDR, v1alpha1.DefaultPodCIDR)
 			n.DNSDomain = orDefault(n.DNSDomain, v1alpha1.DefaultDNSDomain)
-			if s.Etcd.Managed == nil && s.Etcd.External == nil {
+			if s.Etcd.Managed == nil && s.Etcd.External == nil && s.Etcd.Pool == "" {
 				s.Etcd.Managed = &capn.ManagedEtcd{}
 			}
 			if m := s.Etcd.Managed; m != nil {

@@ -46,7 +46,16 @@ const (
 	// /kubeconfig request asks for it (WakeRequestedAnnotation newer than
 	// its lastTransitionTime). It turns False when the cluster wakes.
 	ConditionInactive = "Inactive"
+	// ConditionPoolAvailable, on a NestedEtcdPool, is True when capn
+	// reached every endpoint as the pool's root user and found auth on.
+	ConditionPoolAvailable = "Available"
 )
+
+// PoolFinalizer holds a NestedEtcdPool while NestedClusters keep their
+// state in it: deleting a pool under its tenants would leave their
+// control planes pointing at an etcd nobody answers for. capn removes it
+// once the last tenant is gone (the pattern of kubernetes.io/pvc-protection).
+const PoolFinalizer = GroupName + "/pool-in-use"
 
 // WakeRequestedAnnotation is set on a NestedCluster by capn-apiserver when
 // a /kubeconfig request arrives for a cluster that sleeps for inactivity:
@@ -94,6 +103,7 @@ const (
 	ReasonServicesFailed     = "ServicesFailed"
 	ReasonPKIFailed          = "PKIFailed"
 	ReasonExternalEtcdFailed = "ExternalEtcdFailed"
+	ReasonEtcdPoolFailed     = "EtcdPoolFailed"
 	ReasonUpgradePlanFailed  = "UpgradePlanFailed"
 	ReasonApplyFailed        = "ApplyFailed"
 	ReasonDeleteFailed       = "DeleteFailed"

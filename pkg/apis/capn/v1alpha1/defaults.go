@@ -38,8 +38,8 @@ func SetDefaults_NestedClusterSpec(obj *NestedClusterSpec) {
 		n.DNSDomain = DefaultDNSDomain
 	}
 	// Managed etcd is the default only when the user chose nothing; when
-	// both are set validation reports it instead of silently picking one.
-	if obj.Etcd.Managed == nil && obj.Etcd.External == nil {
+	// two are set validation reports it instead of silently picking one.
+	if obj.Etcd.Managed == nil && obj.Etcd.External == nil && obj.Etcd.Pool == "" {
 		obj.Etcd.Managed = &ManagedEtcd{}
 	}
 	if m := obj.Etcd.Managed; m != nil {

@@ -39,6 +39,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedClusterUpgrade{},
 		&NestedClusterKubeconfigRequest{},
 		&NestedClusterJoinTokenRequest{},
+		&NestedEtcdPool{},
+		&NestedEtcdPoolList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	// Without this, list/watch field selectors beyond name and namespace

@@ -193,7 +193,7 @@ type ClusterNetwork struct {
 }
 
 // EtcdSpec selects where the control plane keeps its state. Exactly one of
-// managed or external is set; managed is the default.
+// managed, external or pool is set; managed is the default.
 type EtcdSpec struct {
 	// managed runs a basic etcd for this cluster as pods.
 	// +optional
@@ -201,6 +201,11 @@ type EtcdSpec struct {
 	// external points the apiserver at an etcd that capn does not run.
 	// +optional
 	External *ExternalEtcd `json:"external,omitempty"`
+	// pool names a NestedEtcdPool: the cluster keeps its state in an etcd
+	// shared with other tenants, under its own prefix and etcd user.
+	// Immutable. The requester needs the verb "use" on the pool.
+	// +optional
+	Pool string `json:"pool,omitempty"`
 }
 
 // ManagedEtcd is a basic etcd that capn runs for the cluster.

@@ -77,6 +77,11 @@ func (in ManagedEtcd) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NamespacedSecretReference) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NamespacedSecretReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NestedCluster) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.NestedCluster"
 }
@@ -129,6 +134,26 @@ func (in NestedClusterStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NestedClusterUpgrade) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.NestedClusterUpgrade"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedEtcdPool) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedEtcdPool"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedEtcdPoolList) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedEtcdPoolList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedEtcdPoolSpec) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedEtcdPoolSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedEtcdPoolStatus) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedEtcdPoolStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -24,17 +24,34 @@ var supportedStorageTypes = []capn.EtcdStorageType{
 
 func validateEtcd(e *capn.EtcdSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
+	set := 0
+	for _, isSet := range []bool{e.Managed != nil, e.External != nil, e.Pool != ""} {
+		if isSet {
+			set++
+		}
+	}
 	switch {
-	case e.Managed == nil && e.External == nil:
-		allErrs = append(allErrs, field.Required(fldPath, "one of managed or external must be set"))
-	case e.Managed != nil && e.External != nil:
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("external"), "may not be set together with managed"))
+	case set == 0:
+		allErrs = append(allErrs, field.Required(fldPath, "one of managed, external or pool must be set"))
+	case set > 1:
+		// The later field is the one reported, so the path points at
+		// something the user added to a working choice.
+		p := fldPath.Child("external")
+		if e.Pool != "" {
+			p = fldPath.Child("pool")
+		}
+		allErrs = append(allErrs, field.Forbidden(p, "only one of managed, external or pool may be set"))
 	}
 	if e.Managed != nil {
 		allErrs = append(allErrs, validateManagedEtcd(e.Managed, fldPath.Child("managed"))...)
 	}
 	if e.External != nil {
 		allErrs = append(allErrs, validateExternalEtcd(e.External, fldPath.Child("external"))...)
+	}
+	if e.Pool != "" {
+		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(e.Pool, false) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("pool"), e.Pool, msg))
+		}
 	}
 	return allErrs
 }
@@ -160,6 +177,8 @@ func etcdKind(e *capn.EtcdSpec) string {
 		return "managed"
 	case e.External != nil:
 		return "external"
+	case e.Pool != "":
+		return "pool " + e.Pool
 	}
 	return ""
 }
@@ -168,7 +187,7 @@ func etcdKind(e *capn.EtcdSpec) string {
 // between etcds, change membership or move volumes.
 func validateEtcdUpdate(newE, oldE *capn.EtcdSpec, fldPath *field.Path) field.ErrorList {
 	if errs := apimachineryvalidation.ValidateImmutableField(etcdKind(newE), etcdKind(oldE), fldPath); len(errs) > 0 {
-		return explain(errs, "cannot switch between managed and external etcd: capn does not migrate etcd data")
+		return explain(errs, "cannot switch between managed, external and pooled etcd or between pools: capn does not migrate etcd data")
 	}
 	if newE.Managed == nil || oldE.Managed == nil {
 		return nil

@@ -43,11 +43,16 @@ func TestValidateNestedClusterUpdate(t *testing.T) {
 			func(nc *capn.NestedCluster) { nc.Spec.Etcd.Managed.Storage.Size = ptr.To(resource.MustParse("16Gi")) },
 			&wantErr{"spec.etcd.managed.storage", field.ErrorTypeInvalid, "field is immutable"}},
 		{"managed to external", nil, func(nc *capn.NestedCluster) { external(nc) },
-			&wantErr{"spec.etcd", field.ErrorTypeInvalid, "cannot switch between managed and external"}},
+			&wantErr{"spec.etcd", field.ErrorTypeInvalid, "cannot switch between managed, external and pooled etcd"}},
 		{"external to managed", func(old *capn.NestedCluster) { external(old) },
 			func(nc *capn.NestedCluster) {
 				nc.Spec.Etcd = capn.EtcdSpec{Managed: &capn.ManagedEtcd{Replicas: ptr.To[int32](1), Storage: capn.EtcdStorage{Type: capn.EtcdStorageEmptyDir}}}
 			},
+			&wantErr{"spec.etcd", field.ErrorTypeInvalid, "field is immutable"}},
+		{"pool to another pool", func(old *capn.NestedCluster) { old.Spec.Etcd = capn.EtcdSpec{Pool: "a"} },
+			func(nc *capn.NestedCluster) { nc.Spec.Etcd = capn.EtcdSpec{Pool: "b"} },
+			&wantErr{"spec.etcd", field.ErrorTypeInvalid, "or between pools"}},
+		{"managed to pool", nil, func(nc *capn.NestedCluster) { nc.Spec.Etcd = capn.EtcdSpec{Pool: "a"} },
 			&wantErr{"spec.etcd", field.ErrorTypeInvalid, "field is immutable"}},
 		{"serviceCIDR", nil, func(nc *capn.NestedCluster) { nc.Spec.ClusterNetwork.ServiceCIDR = "10.112.0.0/12" },
 			&wantErr{"spec.clusterNetwork.serviceCIDR", field.ErrorTypeInvalid, "field is immutable"}},

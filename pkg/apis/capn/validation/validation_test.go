@@ -108,7 +108,11 @@ func TestValidateNestedClusterInvalidSpec(t *testing.T) {
 			m := nc.Spec.Etcd.Managed
 			external(nc)
 			nc.Spec.Etcd.Managed = m
-		}, wantErr{extEtcd, field.ErrorTypeForbidden, "may not be set together with managed"}},
+		}, wantErr{extEtcd, field.ErrorTypeForbidden, "only one of managed, external or pool"}},
+		{"etcd managed and pool", func(nc *capn.NestedCluster) { nc.Spec.Etcd.Pool = "shared" },
+			wantErr{specEtcd + ".pool", field.ErrorTypeForbidden, "only one of managed, external or pool"}},
+		{"etcd pool not a name", func(nc *capn.NestedCluster) { nc.Spec.Etcd = capn.EtcdSpec{Pool: "Shared_Pool"} },
+			wantErr{specEtcd + ".pool", field.ErrorTypeInvalid, "lowercase"}},
 
 		// managed etcd
 		{"etcd replicas missing", func(nc *capn.NestedCluster) { nc.Spec.Etcd.Managed.Replicas = nil },
@@ -200,6 +204,7 @@ func TestValidateNestedClusterValid(t *testing.T) {
 		"external etcd": func(nc *capn.NestedCluster) {
 			external(nc).Endpoints = []string{"https://etcd-0.example.com:2379", "http://10.0.0.5:2379", "https://[2001:db8::5]:2379"}
 		},
+		"pooled etcd": func(nc *capn.NestedCluster) { nc.Spec.Etcd = capn.EtcdSpec{Pool: "shared-1"} },
 		"exposed apiserver with SANs": func(nc *capn.NestedCluster) {
 			nc.Spec.APIServer.Service = capn.APIServerService{Type: corev1.ServiceTypeLoadBalancer, Port: 443}
 			nc.Spec.APIServer.CertSANs = []string{"api.example.com", "*.tenants.example.com", "192.0.2.10", "2001:db8::10"}

@@ -22,12 +22,16 @@ package v1alpha1
 // with apply.
 //
 // EtcdSpec selects where the control plane keeps its state. Exactly one of
-// managed or external is set; managed is the default.
+// managed, external or pool is set; managed is the default.
 type EtcdSpecApplyConfiguration struct {
 	// managed runs a basic etcd for this cluster as pods.
 	Managed *ManagedEtcdApplyConfiguration `json:"managed,omitempty"`
 	// external points the apiserver at an etcd that capn does not run.
 	External *ExternalEtcdApplyConfiguration `json:"external,omitempty"`
+	// pool names a NestedEtcdPool: the cluster keeps its state in an etcd
+	// shared with other tenants, under its own prefix and etcd user.
+	// Immutable. The requester needs the verb "use" on the pool.
+	Pool *string `json:"pool,omitempty"`
 }
 
 // EtcdSpecApplyConfiguration constructs a declarative configuration of the EtcdSpec type for use with
@@ -49,5 +53,13 @@ func (b *EtcdSpecApplyConfiguration) WithManaged(value *ManagedEtcdApplyConfigur
 // If called multiple times, the External field is set to the value of the last call.
 func (b *EtcdSpecApplyConfiguration) WithExternal(value *ExternalEtcdApplyConfiguration) *EtcdSpecApplyConfiguration {
 	b.External = value
+	return b
+}
+
+// WithPool sets the Pool field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Pool field is set to the value of the last call.
+func (b *EtcdSpecApplyConfiguration) WithPool(value string) *EtcdSpecApplyConfiguration {
+	b.Pool = &value
 	return b
 }

@@ -25,3 +25,7 @@ type NestedClusterListerExpansion interface{}
 // NestedClusterNamespaceListerExpansion allows custom methods to be added to
 // NestedClusterNamespaceLister.
 type NestedClusterNamespaceListerExpansion interface{}
+
+// NestedEtcdPoolListerExpansion allows custom methods to be added to
+// NestedEtcdPoolLister.
+type NestedEtcdPoolListerExpansion interface{}

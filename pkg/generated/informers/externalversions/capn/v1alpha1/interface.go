@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// NestedClusters returns a NestedClusterInformer.
 	NestedClusters() TypedNestedClusterInformer
+	// NestedEtcdPools returns a NestedEtcdPoolInformer.
+	NestedEtcdPools() TypedNestedEtcdPoolInformer
 }
 
 type version struct {
@@ -42,4 +44,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // NestedClusters returns a TypedNestedClusterInformer.
 func (v *version) NestedClusters() TypedNestedClusterInformer {
 	return &nestedClusterInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// NestedEtcdPools returns a TypedNestedEtcdPoolInformer.
+func (v *version) NestedEtcdPools() TypedNestedEtcdPoolInformer {
+	return &nestedEtcdPoolInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

@@ -29,6 +29,7 @@ import (
 type CapnV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	NestedClustersGetter
+	NestedEtcdPoolsGetter
 }
 
 // CapnV1alpha1Client is used to interact with features provided by the capn.dev group.
@@ -38,6 +39,10 @@ type CapnV1alpha1Client struct {
 
 func (c *CapnV1alpha1Client) NestedClusters(namespace string) NestedClusterInterface {
 	return newNestedClusters(c, namespace)
+}
+
+func (c *CapnV1alpha1Client) NestedEtcdPools() NestedEtcdPoolInterface {
+	return newNestedEtcdPools(c)
 }
 
 // NewForConfig creates a new CapnV1alpha1Client for the given config.

@@ -1,0 +1,164 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/etcdpool"
+	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
+)
+
+// poolResync is how often a pool's health and size are read again: db
+// growth toward the quota is slow, and each read dials every member.
+const poolResync = time.Minute
+
+// Reasons of a pool's Available condition.
+const (
+	reasonPoolReachable   = "Reachable"
+	reasonPoolUnreachable = "Unreachable"
+	reasonPoolCredentials = "CredentialsInvalid"
+)
+
+// watchPools makes pool changes reach their tenants (new endpoints or
+// credentials roll their apiservers) and tenant changes reach the pool's
+// count and finalizer.
+func (c *Controller) watchPools(pools informers.NestedEtcdPoolInformer, clusters cache.SharedIndexInformer) error {
+	c.pools = pools.Lister()
+	c.synced = append(c.synced, pools.Informer().HasSynced)
+	onPool := func(obj any) {
+		p, ok := obj.(*v1alpha1.NestedEtcdPool)
+		if !ok {
+			return
+		}
+		c.poolQueue.Add(p.Name)
+		all, err := c.lister.List(labels.Everything())
+		if err != nil {
+			utilruntime.HandleError(err)
+			return
+		}
+		for _, nc := range all {
+			if nc.Spec.Etcd.Pool == p.Name {
+				c.queue.Add(nc.Namespace + "/" + nc.Name)
+			}
+		}
+	}
+	if _, err := pools.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onPool, UpdateFunc: func(_, obj any) { onPool(obj) },
+	}); err != nil {
+		return fmt.Errorf("adding pool event handler: %w", err)
+	}
+	onCluster := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if nc, ok := obj.(*v1alpha1.NestedCluster); ok && nc.Spec.Etcd.Pool != "" {
+			c.poolQueue.Add(nc.Spec.Etcd.Pool)
+		}
+	}
+	_, err := clusters.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onCluster, UpdateFunc: func(_, obj any) { onCluster(obj) }, DeleteFunc: onCluster,
+	})
+	return err
+}
+
+func (c *Controller) poolWorker(ctx context.Context) {
+	for {
+		name, quit := c.poolQueue.Get()
+		if quit {
+			return
+		}
+		err := c.syncPool(ctx, name)
+		if err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Syncing NestedEtcdPool", "pool", name)
+			c.poolQueue.AddRateLimited(name)
+		} else {
+			c.poolQueue.Forget(name)
+			c.poolQueue.AddAfter(name, poolResync)
+		}
+		c.poolQueue.Done(name)
+	}
+}
+
+// syncPool keeps a pool's finalizer while any NestedCluster keeps its state
+// there, and reports the pool's health and size in status.
+func (c *Controller) syncPool(ctx context.Context, name string) error {
+	cached, err := c.pools.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pool := cached.DeepCopy()
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("nestedetcdpool", name))
+	all, err := c.lister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	tenants := 0
+	for _, nc := range all {
+		if nc.Spec.Etcd.Pool == name {
+			tenants++
+		}
+	}
+	// A finalizer can be removed from a deleting object but not added.
+	has := slices.Contains(pool.Finalizers, v1alpha1.PoolFinalizer)
+	if want := tenants > 0; has != want && (!want || pool.DeletionTimestamp == nil) {
+		if want {
+			pool.Finalizers = append(pool.Finalizers, v1alpha1.PoolFinalizer)
+		} else {
+			pool.Finalizers = slices.DeleteFunc(pool.Finalizers, func(f string) bool { return f == v1alpha1.PoolFinalizer })
+		}
+		if pool, err = c.capn.CapnV1alpha1().NestedEtcdPools().Update(ctx, pool, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+			return fmt.Errorf("updating the pool's finalizer: %w", err)
+		}
+	}
+	st := pool.Status.DeepCopy()
+	st.ObservedGeneration = pool.Generation
+	st.Tenants = int32(tenants)
+	cond := metav1.Condition{Type: v1alpha1.ConditionPoolAvailable, ObservedGeneration: pool.Generation}
+	if creds, err := c.readPool(ctx, name); err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reasonPoolCredentials, truncate(err.Error(), maxFailureMessage)
+	} else if h, err := c.observePool(ctx, creds); err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reasonPoolUnreachable, truncate(err.Error(), maxFailureMessage)
+	} else {
+		st.DBSizeBytes = h.DBSize
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reasonPoolReachable, "capn reached the pool as root and auth is enabled"
+		if len(h.Unreachable) > 0 {
+			cond.Message += "; members not answering: " + strings.Join(h.Unreachable, ", ")
+		}
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	if equality.Semantic.DeepEqual(pool.Status, *st) {
+		return nil
+	}
+	pool.Status = *st
+	if _, err := c.capn.CapnV1alpha1().NestedEtcdPools().UpdateStatus(ctx, pool, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("writing the pool's status: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) observePool(ctx context.Context, p *poolCredentials) (etcdpool.Health, error) {
+	cli, err := p.dial()
+	if err != nil {
+		return etcdpool.Health{}, err
+	}
+	defer func() { _ = cli.Close() }()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return etcdpool.Observe(ctx, cli)
+}
