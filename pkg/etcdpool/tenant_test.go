@@ -147,3 +147,28 @@ func TestTenantsAreIsolated(t *testing.T) {
 	require.Len(t, kept.Kvs, 1)
 	assert.Equal(t, "b", string(kept.Kvs[0].Value))
 }
+
+// Dial and Observe as capn uses them: root's certificate in PEM, the
+// pool's database size read from every member, and a pool without auth
+// refused (its certificates would identify nobody).
+func TestObserve(t *testing.T) {
+	p := startPool(t)
+	kp, err := pki.Issue(p.ca, pki.LeafSpec{CommonName: "root", Usage: pki.UsageClient}, time.Now())
+	require.NoError(t, err)
+	cli, err := Dial([]string{p.client}, p.ca.CertPEM, kp.CertPEM, kp.KeyPEM)
+	require.NoError(t, err)
+	defer func() { _ = cli.Close() }()
+	ctx := context.Background()
+	h, err := Observe(ctx, cli)
+	require.NoError(t, err)
+	assert.Positive(t, h.DBSize)
+	assert.Empty(t, h.Unreachable)
+
+	_, err = cli.AuthDisable(ctx)
+	require.NoError(t, err)
+	_, err = Observe(ctx, cli)
+	assert.ErrorContains(t, err, "auth is not enabled")
+
+	_, err = Dial([]string{p.client}, []byte("not PEM"), kp.CertPEM, kp.KeyPEM)
+	assert.ErrorContains(t, err, "no PEM certificate")
+}

@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,17 +64,23 @@ func startPoolEtcd(t *testing.T, c *framework.Cluster) poolEtcd {
 	return p
 }
 
-// client dials the pool's pod from the host as whoever cert says.
+// client dials the pool from the host as whoever cert says. It names the
+// Service's address, which the serving certificate holds (gRPC takes the
+// TLS server name from the endpoint), and connects to the pod's.
 func (p poolEtcd) client(t *testing.T, c *framework.Cluster, cert tls.Certificate) *clientv3.Client {
 	t.Helper()
 	pod, err := c.Client.CoreV1().Pods(p.NS).Get(context.Background(), "etcd", metav1.GetOptions{})
 	require.NoError(t, err)
+	podAddr := net.JoinHostPort(pod.Status.PodIP, "2379")
 	roots := x509.NewCertPool()
 	require.True(t, roots.AppendCertsFromPEM(p.CA.CertPEM))
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"https://" + net.JoinHostPort(pod.Status.PodIP, "2379")},
+		Endpoints:   []string{p.Endpoint},
 		DialTimeout: 10 * time.Second, Logger: zap.NewNop(),
-		TLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: p.ServerName, MinVersion: tls.VersionTLS12},
+		TLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", podAddr)
+		})},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cli.Close() })

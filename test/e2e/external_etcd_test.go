@@ -61,10 +61,7 @@ func startExternalEtcd(t *testing.T, c *framework.Cluster, tenantNS string) exte
 type tlsEtcd struct {
 	NS       string
 	Endpoint string // https://<ClusterIP>:2379
-	// ServerName is in the serving certificate, for a client that dials
-	// the pod IP from the host.
-	ServerName string
-	CA         *framework.CA
+	CA       *framework.CA
 }
 
 func runTLSEtcd(t *testing.T, c *framework.Cluster, ns, app string) tlsEtcd {
@@ -89,9 +86,8 @@ func runTLSEtcd(t *testing.T, c *framework.Cluster, ns, app string) tlsEtcd {
 	// The serving certificate needs the ClusterIP, so the Service comes first.
 	ca, err := framework.NewCA(t.TempDir(), app+"-ca")
 	must("CA", err)
-	serverName := "etcd." + ns + ".svc"
 	serving, err := ca.Issue("etcd-serving", cert.Config{CommonName: "etcd",
-		AltNames: cert.AltNames{DNSNames: []string{serverName}, IPs: []net.IP{net.ParseIP(ip)}},
+		AltNames: cert.AltNames{DNSNames: []string{"etcd." + ns + ".svc"}, IPs: []net.IP{net.ParseIP(ip)}},
 		Usages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	must("serving certificate", err)
 	_, err = core.Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "etcd-tls"},
@@ -137,7 +133,7 @@ func runTLSEtcd(t *testing.T, c *framework.Cluster, ns, app string) tlsEtcd {
 		}
 		return false, fmt.Sprintf("phase %s %v", p.Status.Phase, p.Status.ContainerStatuses)
 	})
-	return tlsEtcd{NS: ns, Endpoint: "https://" + net.JoinHostPort(ip, "2379"), ServerName: serverName, CA: ca}
+	return tlsEtcd{NS: ns, Endpoint: "https://" + net.JoinHostPort(ip, "2379"), CA: ca}
 }
 
 // externalEtcdPuts reads etcd_mvcc_put_total from the external etcd's

@@ -31,6 +31,9 @@ var (
 		"memory":        {CertsHash: "c0ffee00", APIServerServiceIP: "10.0.0.10", EtcdServiceIP: "10.0.0.11"},
 		"external-etcd": {CertsHash: "c0ffee00", APIServerServiceIP: "fd00::10"},
 		"custom":        {CertsHash: "c0ffee00", EtcdImage: "registry.k8s.io/etcd:3.6.5-0"},
+		"pooled": {CertsHash: "c0ffee00", EtcdPool: &EtcdPool{
+			Endpoints: []string{"https://pool-0.etcd.example:2379", "https://pool-1.etcd.example:2379"},
+			Prefix:    "/00000003-0000-4000-8000-000000000003/"}},
 		"mixed-version": {CertsHash: "c0ffee00", Versions: ComponentVersions{ControllerManager: "v1.36.3", Scheduler: "v1.36.3"}},
 		"shared": {CertsHash: "c0ffee00", APIServerServiceIP: "10.96.0.20", DataPlane: DataPlane{
 			NodeSelector: map[string]string{"capn.dev/tenant-workloads": "true"}, Tolerations: []string{"capn.dev/tenants:NoSchedule"},

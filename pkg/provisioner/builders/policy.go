@@ -301,7 +301,8 @@ const (
 	// quotaSecrets and quotaConfigMaps bound objects the builders do not
 	// render: capn's PKI Secrets (14 with a managed etcd: 4 CA and
 	// service-account Secrets and 10 leaves; 12 with an external one,
-	// counting the two copied credentials) and the management cluster's
+	// counting the two copied credentials; 11 in a pool, counting the
+	// pool client certificate) and the management cluster's
 	// kube-root-ca.crt beside the rendered ConfigMaps. The controller
 	// writes Secrets before it applies this quota, so a tight count would
 	// wedge a newer capn that adds one; 64 is over four times today's

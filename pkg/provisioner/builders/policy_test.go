@@ -286,7 +286,7 @@ func TestQuotaFitsRenderedPodsAtTwice(t *testing.T) {
 				provisioner.SecretFrontProxyClient, provisioner.SecretEtcdServer, provisioner.SecretEtcdPeer,
 				provisioner.SecretControllerManagerKC, provisioner.SecretSchedulerKC,
 				provisioner.SecretControllerManagerServing, provisioner.SecretSchedulerServing,
-				provisioner.SecretExternalEtcdCA, provisioner.SecretExternalEtcdClient,
+				provisioner.SecretExternalEtcdCA, provisioner.SecretExternalEtcdClient, provisioner.SecretPoolEtcdClient,
 			}
 			assert.GreaterOrEqual(t, quotaOf(corev1.ResourceSecrets), int64(2*len(pkiSecrets)))
 		})
@@ -300,7 +300,7 @@ func TestQuotaDoesNotDependOnServiceParams(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			full, err := All(c.nc, c.p)
 			require.NoError(t, err)
-			bare, err := All(c.nc, Params{Namespace: c.p.Namespace, Versions: c.p.Versions, EtcdImage: c.p.EtcdImage})
+			bare, err := All(c.nc, Params{Namespace: c.p.Namespace, Versions: c.p.Versions, EtcdImage: c.p.EtcdImage, EtcdPool: c.p.EtcdPool})
 			require.NoError(t, err)
 			assert.Equal(t, find[*corev1.ResourceQuota](full, ResourceQuotaName), find[*corev1.ResourceQuota](bare, ResourceQuotaName))
 		})

@@ -108,7 +108,9 @@ func (p Policy) poolErrors(ctx context.Context, newNC, oldNC *capn.NestedCluster
 	if pool == "" || oldNC != nil {
 		return nil
 	}
-	msg := authz.Denied(ctx, p.Authorizer, authorizer.AttributesRecord{Verb: "use", APIGroup: capn.GroupName, Resource: "nestedetcdpools", Name: pool},
+	// In the cluster's namespace, as PodSecurityPolicy's "use" was: a
+	// RoleBinding there grants a team a pool, a ClusterRoleBinding everyone.
+	msg := authz.Denied(ctx, p.Authorizer, authorizer.AttributesRecord{Verb: "use", APIGroup: capn.GroupName, Resource: "nestedetcdpools", Name: pool, Namespace: newNC.Namespace},
 		"a provider grants the use of a pool through RBAC")
 	if msg == "" {
 		return nil

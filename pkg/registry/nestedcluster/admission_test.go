@@ -124,3 +124,30 @@ func TestSecretReferencesUnchangedAreNotRechecked(t *testing.T) {
 	require.NoError(t, e.updateAs(tenant, edit, false))
 	require.NoError(t, e.updateAs(capnItself, withoutFinalizer(e.get("stored")), false))
 }
+
+// A pool is the provider's to hand out: naming one needs the verb "use" on
+// it, checked at create (the field is immutable), refused on the field
+// with nothing stored.
+func TestPoolNeedsUse(t *testing.T) {
+	e := newEnv(t)
+	pooled := func(pool string) func(*capn.NestedCluster) {
+		return func(nc *capn.NestedCluster) { nc.Spec.Etcd = capn.EtcdSpec{Pool: pool} }
+	}
+	nc := newCluster(t, e.ns, "squatter", "")
+	pooled(forbiddenPool)(nc)
+	_, err := e.s.NestedCluster.Create(e.ctx, nc, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	require.Error(t, err)
+	assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+	assert.Equal(t, []string{"spec.etcd.pool"}, causeFields(err))
+	assert.Contains(t, err.Error(), `user "tenant-user" lacks permission "use" on nestedetcdpools.capn.dev "providers-only"`)
+	_, err = e.s.NestedCluster.Get(e.ctx, "squatter", &metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "nothing partial is written: %v", err)
+
+	ok := e.create("granted", "", pooled("shared"))
+	assert.Equal(t, "shared", ok.Spec.Etcd.Pool)
+	assert.Nil(t, ok.Spec.Etcd.Managed, "no managed etcd is defaulted beside a pool")
+	// Later edits by someone who may not use the pool are not rechecked.
+	edit := ok.DeepCopy()
+	edit.Labels = map[string]string{"team": "a"}
+	require.NoError(t, e.updateAs(tenant, edit, false))
+}

@@ -102,14 +102,22 @@ func testNamespace(t *testing.T) string {
 // tenant is who the tests act as unless they say otherwise.
 var tenant = &user.DefaultInfo{Name: "tenant-user", Groups: []string{user.AllAuthenticated}}
 
-// unreadableSecret is the one Secret testPolicy's authorizer denies.
-const unreadableSecret = "not-yours"
+// unreadableSecret is the one Secret testPolicy's authorizer denies;
+// forbiddenPool the one NestedEtcdPool it denies "use" of.
+const (
+	unreadableSecret = "not-yours"
+	forbiddenPool    = "providers-only"
+)
 
 // testPolicy stands in for the management cluster's RBAC: every user may
 // get every Secret, but only system:masters may get unreadableSecret.
 var testPolicy = nestedcluster.Policy{
 	Authorizer: authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-		if a.GetResource() == "secrets" && a.GetName() == unreadableSecret && !slices.Contains(a.GetUser().GetGroups(), user.SystemPrivilegedGroup) {
+		masters := slices.Contains(a.GetUser().GetGroups(), user.SystemPrivilegedGroup)
+		if a.GetResource() == "secrets" && a.GetName() == unreadableSecret && !masters {
+			return authorizer.DecisionDeny, "", nil
+		}
+		if a.GetAPIGroup() == "capn.dev" && a.GetResource() == "nestedetcdpools" && a.GetVerb() == "use" && a.GetName() == forbiddenPool && !masters {
 			return authorizer.DecisionDeny, "", nil
 		}
 		return authorizer.DecisionAllow, "", nil
