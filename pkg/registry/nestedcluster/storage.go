@@ -1,16 +1,13 @@
 package nestedcluster
 
 import (
-	"context"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"capn.dev/capn/pkg/apis/capn"
+	"capn.dev/capn/pkg/registry/subresource"
 )
 
 // Storage holds the main resource and every subresource; all of them share
@@ -55,7 +52,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, po
 
 	return Storage{
 		NestedCluster: &REST{store},
-		Status:        &StatusREST{store: &statusStore},
+		Status:        &StatusREST{Store: &statusStore},
 		Scale:         &ScaleREST{store: store},
 		Upgrade:       &UpgradeREST{store: store},
 	}, nil
@@ -78,32 +75,4 @@ func (*REST) ShortNames() []string { return []string{"nc"} }
 func (*REST) Categories() []string { return []string{"capn"} }
 
 // StatusREST is the /status subresource.
-type StatusREST struct {
-	store *genericregistry.Store
-}
-
-var _ = rest.Patcher(&StatusREST{})
-
-func (r *StatusREST) New() runtime.Object { return &capn.NestedCluster{} }
-
-// Destroy is a no-op: the store is shared with REST, which owns its lifetime.
-func (r *StatusREST) Destroy() {}
-
-func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
-	return r.store.Get(ctx, name, options)
-}
-
-// Update changes status only; the status strategy restores spec and labels.
-func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	// Status writes never create: there is nothing to report on for an object
-	// that does not exist.
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
-}
-
-func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return r.store.GetResetFields()
-}
-
-func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	return r.store.ConvertToTable(ctx, object, tableOptions)
-}
+type StatusREST = subresource.StatusREST

@@ -15,6 +15,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/registry/subresource"
 )
 
 // Priority 0 columns show in `kubectl get`; priority 1 only with -o wide.
@@ -34,14 +35,7 @@ var columns = []metav1.TableColumnDefinition{
 type tableConvertor struct{}
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: columns}
-	if m, err := meta.ListAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-		table.Continue = m.GetContinue()
-		table.RemainingItemCount = m.GetRemainingItemCount()
-	} else if m, err := meta.CommonAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-	}
+	table := subresource.NewTable(obj, columns)
 
 	var items []capn.NestedCluster
 	switch t := obj.(type) {

@@ -17,10 +17,10 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage/names"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/registry/subresource"
 )
 
 // Storage is the main resource and /status over one store.
@@ -56,7 +56,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, a 
 	statusStore := *store
 	statusStore.UpdateStrategy = status
 	statusStore.ResetFieldsStrategy = status
-	return Storage{Pool: &REST{store}, Status: &StatusREST{store: &statusStore}}, nil
+	return Storage{Pool: &REST{store}, Status: &StatusREST{Store: &statusStore}}, nil
 }
 
 // REST is the main nestedetcdpools resource.
@@ -70,32 +70,7 @@ var _ rest.CategoriesProvider = &REST{}
 func (*REST) Categories() []string { return []string{"capn"} }
 
 // StatusREST is the /status subresource.
-type StatusREST struct {
-	store *genericregistry.Store
-}
-
-var _ = rest.Patcher(&StatusREST{})
-
-func (r *StatusREST) New() runtime.Object { return &capn.NestedEtcdPool{} }
-
-// Destroy is a no-op: the store is shared with REST, which owns its lifetime.
-func (r *StatusREST) Destroy() {}
-
-func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
-	return r.store.Get(ctx, name, options)
-}
-
-func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
-}
-
-func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return r.store.GetResetFields()
-}
-
-func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	return r.store.ConvertToTable(ctx, object, tableOptions)
-}
+type StatusREST = subresource.StatusREST
 
 var columns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: "Name of the pool."},
@@ -109,14 +84,7 @@ var columns = []metav1.TableColumnDefinition{
 type tableConvertor struct{}
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: columns}
-	if m, err := meta.ListAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-		table.Continue = m.GetContinue()
-		table.RemainingItemCount = m.GetRemainingItemCount()
-	} else if m, err := meta.CommonAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-	}
+	table := subresource.NewTable(obj, columns)
 	var items []capn.NestedEtcdPool
 	switch t := obj.(type) {
 	case *capn.NestedEtcdPool:
