@@ -130,7 +130,18 @@ spec:
 	assert.Contains(t, out, "spec.etcd.pool")
 	assert.Contains(t, out, `lacks permission "use" on nestedetcdpools.capn.dev "shared"`)
 	k.MustFail(t, "", "get", "nc", "pa")
-	admin.MustRun(t, "", "create", "clusterrole", "use-pool-shared", "--verb=use", "--resource=nestedetcdpools.capn.dev", "--resource-name=shared")
+	// kubectl create clusterrole checks verbs against discovery, which
+	// lists no "use": a manifest, as a provider would write it.
+	admin.MustRun(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: use-pool-shared
+rules:
+- apiGroups: [capn.dev]
+  resources: [nestedetcdpools]
+  resourceNames: [shared]
+  verbs: [use]
+`, "apply", "-f", "-")
 	admin.MustRun(t, "", "create", "clusterrolebinding", "alice-use-pool-shared", "--clusterrole=use-pool-shared", "--user=alice")
 	framework.Eventually(t, 30*time.Second, "alice may use the pool", func() (bool, string) {
 		r := k.Run(manifest("pa"), "create", "-f", "-", "--as=alice")
