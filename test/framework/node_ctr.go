@@ -31,7 +31,10 @@ func (n *Node) removeContainers() error {
 	for _, id := range hostLines(out) {
 		// "No such task" is fine: the container was not running.
 		_, _ = n.ctr("tasks", "delete", "--force", id)
-		if out, err := n.ctr("containers", "delete", id); err != nil {
+		// "not found" is fine too: the container went between the list
+		// and this delete (seen once in bench-lean's teardown, among
+		// containerd's CRI plugin handling sandbox exits); gone is the goal.
+		if out, err := n.ctr("containers", "delete", id); err != nil && !strings.Contains(string(out), ": not found") {
 			errs = append(errs, fmt.Sprintf("ctr containers delete %s: %v: %s", id, err, out))
 		}
 	}
