@@ -5,10 +5,14 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"capn.dev/capn/test/framework"
 )
@@ -61,6 +65,44 @@ func TestAggregated(t *testing.T) {
 	t.Run("kubectl through the aggregator", e.testKubectl)
 	t.Run("RBAC self-service", e.testRBAC)
 	t.Run("direct requests need the front proxy", e.testDirect)
+	// Last: it stops this capn.
+	t.Run("one embedded etcd at a time", func(t *testing.T) { e.testEmbeddedEtcdLock(t, capnBin) })
+}
+
+// testEmbeddedEtcdLock starts a second capn-apiserver with an embedded
+// etcd of its own, as a Deployment scaled to two would: it must not open
+// its etcd or serve while the first holds the lock, and takes over once
+// the first is gone. Two replicas serving would be two different truths
+// behind one APIService.
+func (e *aggregatedEnv) testEmbeddedEtcdLock(t *testing.T, capnBin string) {
+	c := e.cluster
+	holder := func() string {
+		return e.admin.MustRun(t, "", "get", "lease", "capn-embedded-etcd", "-n", capnNS, "-o", "jsonpath={.spec.holderIdentity}")
+	}
+	first := holder()
+	require.NotEmpty(t, first, "the serving capn holds the lock")
+	second := c.LaunchAggregatedServer(t, capnBin, capnNS, capnSA, "capn-second",
+		"--embedded-etcd-data-dir="+filepath.Join(c.Dir, "capn-etcd-second"), "--provisioner=none")
+	logOf := func() string {
+		b, err := os.ReadFile(second.Log)
+		require.NoError(t, err)
+		return string(b)
+	}
+	framework.Eventually(t, time.Minute, "the second capn waits for the lock", func() (bool, string) {
+		l := logOf()
+		return strings.Contains(l, "Waiting for the embedded-etcd lock"), l
+	})
+	assert.NotContains(t, logOf(), "Embedded etcd ready", "the second capn opened an etcd of its own")
+	_, err := second.HTTPClient(nil).Get(second.URL + "/readyz")
+	assert.Error(t, err, "the second capn serves")
+	assert.Equal(t, first, holder())
+
+	// The first goes (SIGTERM, as the kubelet stops a pod): it gives the
+	// lock up once its etcd has stopped, and the second takes over.
+	require.False(t, e.capn.Stop(), "the first capn stops within the grace period")
+	_, err = second.WaitHealthy(second.HTTPClient(nil), second.URL+"/readyz", time.Minute)
+	require.NoError(t, err)
+	assert.NotEqual(t, first, holder())
 }
 
 func (e *aggregatedEnv) testKubectl(t *testing.T) {

@@ -43,11 +43,23 @@ type AggregatedServer struct {
 	port int
 }
 
-// StartAggregatedServer runs bin on the node IP with a serving certificate
+// StartAggregatedServer is LaunchAggregatedServer, then a wait for its
+// /readyz.
+func (c *Cluster) StartAggregatedServer(t TB, bin, namespace, serviceAccount, service string, extraArgs ...string) *AggregatedServer {
+	t.Helper()
+	s := c.LaunchAggregatedServer(t, bin, namespace, serviceAccount, service, extraArgs...)
+	var err error
+	if s.Ready, err = s.WaitHealthy(s.HTTPClient(nil), s.URL+"/readyz", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// LaunchAggregatedServer runs bin on the node IP with a serving certificate
 // from a fresh CA and delegated authentication/authorization against the
 // cluster, as the service account namespace/serviceAccount (which must
-// exist), and waits until /readyz answers. extraArgs are appended.
-func (c *Cluster) StartAggregatedServer(t TB, bin, namespace, serviceAccount, service string, extraArgs ...string) *AggregatedServer {
+// exist). It does not wait for it to serve. extraArgs are appended.
+func (c *Cluster) LaunchAggregatedServer(t TB, bin, namespace, serviceAccount, service string, extraArgs ...string) *AggregatedServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -85,9 +97,6 @@ func (c *Cluster) StartAggregatedServer(t TB, bin, namespace, serviceAccount, se
 		"--authorization-kubeconfig=" + s.Kubeconfig,
 	}, extraArgs...)
 	s.Process = StartProcess(t, c.Dir, service, bin, args...)
-	if s.Ready, err = s.WaitHealthy(s.HTTPClient(nil), s.URL+"/readyz", 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 

@@ -161,7 +161,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"With --provisioner=pods, provision from one replica only, elected through the Lease capn-provisioner in --leader-elect-namespace of the management cluster.")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace,
-		"Namespace of the provisioner's leader-election Lease in the management cluster.")
+		"Namespace of the provisioner's leader-election Lease in the management cluster, and of the Lease capn-embedded-etcd in the core cluster that lets one replica at a time run with an embedded etcd.")
 	fs.DurationVar(&o.CertRenewalThreshold, "cert-renewal-threshold", o.CertRenewalThreshold,
 		"With --provisioner=pods, renew a control-plane certificate this long before it expires.")
 	fs.DurationVar(&o.MaxKubeconfigExpiration, "max-tenant-kubeconfig-expiration", o.MaxKubeconfigExpiration,

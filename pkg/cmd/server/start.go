@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,16 @@ Without --etcd-servers it stores its objects in an embedded etcd.`,
 func (o *Options) Run(ctx context.Context) error {
 	var etcdURL string
 	if o.UseEmbeddedEtcd() {
+		if !o.Standalone {
+			locked, release, err := o.holdEmbeddedEtcdLock(ctx)
+			if err != nil {
+				return err
+			}
+			// Deferred first, so it runs last: the Lease goes only once
+			// the server has drained and etcd has stopped.
+			defer release()
+			ctx = locked
+		}
 		e, err := etcd.Start(ctx, o.EmbeddedEtcdDataDir)
 		if err != nil {
 			return err
@@ -62,5 +73,9 @@ func (o *Options) Run(ctx context.Context) error {
 		klog.InfoS("Provisioner enabled (experimental)", "provisioner", o.Provisioner,
 			"leaderElect", o.LeaderElect, "leaseNamespace", o.LeaderElectNamespace)
 	}
-	return srv.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+	err = srv.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, errEmbeddedLockLost) {
+		return cause
+	}
+	return err
 }
