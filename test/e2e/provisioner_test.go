@@ -174,6 +174,20 @@ func TestProvisionerOnNode(t *testing.T) {
 	resync := resyncWrites(t, c, capnDep.ServingCA, k, admin, "demo")
 	drift := revertsHandEdit(t, admin, mgmtNamespace(t, admin, "demo"))
 	sleep := testSleepWake(t, admin, k, node, plugin, "mem")
+	// Faults: a tenant etcd that kept its data in the pod loses it with
+	// the pod (EmptyDir: demo; Memory: mem).
+	var faults []string
+	t.Run("etcd pod lost", func(t *testing.T) {
+		for _, name := range []string{"demo", "mem"} {
+			faults = append(faults, testEtcdPodLost(t, admin, k, kubectl, name))
+		}
+	})
+	t.Run("cluster CA deleted", func(t *testing.T) {
+		faults = append(faults, testRootDeleted(t, admin, k, kubectl, "mem"))
+	})
+	t.Run("deleted while provisioning", func(t *testing.T) {
+		faults = append(faults, testDeleteWhileProvisioning(t, admin, k))
+	})
 
 	namespaces := map[string]string{}
 	for _, tc := range cases {
@@ -213,6 +227,9 @@ func TestProvisionerOnNode(t *testing.T) {
 	t.Logf("numbers: resync of Ready demo: %s", resync)
 	t.Logf("numbers: a hand edit of kcm's args reverted %s after the patch", drift.Round(time.Millisecond))
 	t.Logf("numbers: sleep and wake: %s", sleep)
+	for _, l := range faults {
+		t.Logf("numbers: %s", l)
+	}
 	t.Logf("numbers: delete of 3 tenants -> all namespaces gone %s", gone.Round(time.Millisecond))
 
 	// Two tenants on one shared etcd, on the node the others left.

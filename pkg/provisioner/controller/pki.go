@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,41 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		klog.FromContext(ctx).Info("Wrote certificate Secrets", "secrets", changed)
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, "CertificatesIssued", "wrote Secrets %v", changed)
 	}
+	if roots := regeneratedRoots(existing, changed); len(roots) > 0 {
+		// Someone deleted a root by hand. A new one is the only way back to
+		// a working control plane, but it breaks every credential the old
+		// one signed: say so loudly, never silently.
+		klog.FromContext(ctx).Error(nil, "Regenerated roots of trust that were missing", "secrets", roots)
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, "RootsRegenerated",
+			"Secrets %v were missing from %s and capn generated new ones: kubeconfigs, join tokens' CA hashes and node certificates issued before no longer work; ask for them again", roots, ns)
+	}
 	return want, nil
+}
+
+// rootSecrets are the Secrets whose loss breaks trust: the CAs and the
+// service-account key.
+var rootSecrets = []string{provisioner.SecretCA, provisioner.SecretEtcdCA, provisioner.SecretFrontProxyCA, provisioner.SecretServiceAccount}
+
+// regeneratedRoots are the roots just written that did not exist while
+// other PKI Secrets did: lost, not first issued.
+func regeneratedRoots(existing pki.Data, changed []string) []string {
+	hadPKI := false
+	for name := range existing {
+		if slices.Contains(rootSecrets, name) || name == provisioner.SecretAPIServerServing {
+			hadPKI = true
+			break
+		}
+	}
+	if !hadPKI {
+		return nil
+	}
+	var out []string
+	for _, name := range changed {
+		if _, had := existing[name]; !had && slices.Contains(rootSecrets, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // ownedSecret is a Secret capn writes into a management namespace, as an

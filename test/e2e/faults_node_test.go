@@ -1,0 +1,127 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/test/framework"
+)
+
+// testEtcdPodLost deletes the etcd pod of tenant name, whose etcd keeps
+// its data in the pod (EmptyDir or Memory): the replacement starts empty,
+// the tenant's RBAC bootstrap with it. capn must notice (the bootstrap
+// record is tied to the etcd pods) and bootstrap again, without a capn
+// restart, so that a fresh kubeconfig works and the tenant stores objects
+// again. It returns how long that took.
+func testEtcdPodLost(t *testing.T, admin, k framework.Kubectl, kubectl, name string) string {
+	t.Helper()
+	ns := mgmtNamespace(t, admin, name)
+	selector := v1alpha1.ComponentLabel + "=" + v1alpha1.ComponentEtcd
+	uids := func() string {
+		return admin.MustRun(t, "", "get", "pods", "-n", ns, "-l", selector, "-o", "jsonpath={.items[*].metadata.uid}")
+	}
+	before := uids()
+	require.NotEmpty(t, before)
+	// The recorder folds repeats of one Event into its count.
+	bootstraps := func() int {
+		out := k.MustRun(t, "", "get", "events", "--field-selector", "involvedObject.name="+name+",reason=TenantBootstrapped", "-o", "jsonpath={.items[*].count}")
+		n := 0
+		for _, f := range strings.Fields(out) {
+			c, err := strconv.Atoi(f)
+			require.NoError(t, err)
+			n += c
+		}
+		return n
+	}
+	bootstrapsBefore := bootstraps()
+	lost := time.Now()
+	admin.MustRun(t, "", "delete", "pods", "-n", ns, "-l", selector, "--wait=false")
+	framework.Eventually(t, 2*time.Minute, name+"'s etcd replaced", func() (bool, string) {
+		now := uids()
+		return now != "" && now != before, now
+	})
+	framework.Eventually(t, 4*time.Minute, name+" Ready again with its bootstrap redone", func() (bool, string) {
+		r := k.Run("", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="TenantBootstrapped")].lastTransitionTime}`)
+		return r.Err == nil && strings.HasPrefix(r.Stdout, "True ") && bootstraps() > bootstrapsBefore, fmt.Sprintf("%s%s; TenantBootstrapped events %d", r.Stdout, r.Stderr, bootstraps())
+	})
+	tk := framework.Kubectl{Bin: kubectl, Kubeconfig: tenantKubeconfig(t, k, "", name, "alice")}
+	var out string
+	framework.Eventually(t, 2*time.Minute, name+" stores objects again", func() (bool, string) {
+		r := tk.Run("", "create", "configmap", "after-etcd-loss", "-n", "default")
+		out = r.Stdout + r.Stderr
+		return r.Err == nil || strings.Contains(out, "AlreadyExists"), out
+	})
+	assert.Equal(t, "yes", strings.TrimSpace(tk.MustRun(t, "", "auth", "can-i", "*", "*")), "alice is the tenant's admin again")
+	return fmt.Sprintf("%s: etcd pod lost -> Ready with the bootstrap redone and a write accepted %s", name, time.Since(lost).Round(time.Millisecond))
+}
+
+// testRootDeleted deletes tenant name's cluster CA Secret by hand. capn
+// must not carry on silently: it generates a new CA (the only way back to
+// a working control plane), says so with a Warning Event, rolls the
+// components onto it, and bootstraps the tenant again; a kubeconfig issued
+// before no longer works, a fresh one does.
+func testRootDeleted(t *testing.T, admin, k framework.Kubectl, kubectl, name string) string {
+	t.Helper()
+	ns := mgmtNamespace(t, admin, name)
+	old := framework.Kubectl{Bin: kubectl, Kubeconfig: tenantKubeconfig(t, k, "", name, "alice")}
+	old.MustRun(t, "", "get", "--raw", "/readyz")
+	warnings := func() string {
+		return k.MustRun(t, "", "get", "events", "--field-selector", "involvedObject.name="+name+",reason=RootsRegenerated", "-o", "jsonpath={.items[*].message}")
+	}
+	require.Empty(t, warnings())
+	deleted := time.Now()
+	admin.MustRun(t, "", "delete", "secret", provisioner.SecretCA, "-n", ns)
+	framework.Eventually(t, time.Minute, "a Warning Event about the regenerated CA", func() (bool, string) {
+		w := warnings()
+		return strings.Contains(w, provisioner.SecretCA) && strings.Contains(w, "no longer work"), w
+	})
+	var fresh framework.Kubectl
+	framework.Eventually(t, 4*time.Minute, name+" usable again with a fresh kubeconfig", func() (bool, string) {
+		r := k.Run("", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if r.Err != nil || r.Stdout != "True" {
+			return false, "Ready " + r.Stdout + r.Stderr
+		}
+		fresh = framework.Kubectl{Bin: kubectl, Kubeconfig: tenantKubeconfig(t, k, "", name, "alice")}
+		can := fresh.Run("", "auth", "can-i", "*", "*")
+		return strings.TrimSpace(can.Stdout) == "yes", can.Stdout + can.Stderr
+	})
+	usable := time.Since(deleted)
+	r := old.Run("", "get", "--raw", "/readyz")
+	assert.Error(t, r.Err, "a kubeconfig signed by the lost CA still works: %s", r.Stdout)
+	return fmt.Sprintf("%s: cluster CA Secret deleted -> Warning Event, and usable with a fresh kubeconfig %s", name, usable.Round(time.Millisecond))
+}
+
+// testDeleteWhileProvisioning deletes a NestedCluster right after its
+// create, while capn is still building its control plane: nothing of it
+// may stay behind (namespaces, the cluster-scoped syncer binding).
+func testDeleteWhileProvisioning(t *testing.T, admin, k framework.Kubectl) string {
+	t.Helper()
+	const name = "short-lived"
+	k.MustRun(t, "apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata:\n  name: "+name+"\n", "create", "-f", "-")
+	var ns string
+	framework.Eventually(t, time.Minute, "capn starts provisioning "+name, func() (bool, string) {
+		r := k.Run("", "get", "nc", name, "-o", "jsonpath={.metadata.finalizers}")
+		return r.Err == nil && strings.Contains(r.Stdout, v1alpha1.ProvisionerFinalizer), r.Stdout + r.Stderr
+	})
+	ns = mgmtNamespace(t, admin, name)
+	uid := k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.metadata.uid}")
+	deleted := time.Now()
+	k.MustRun(t, "", "delete", "nc", name, "--wait=false")
+	framework.Eventually(t, 3*time.Minute, name+" and its namespaces gone", func() (bool, string) {
+		nc := k.Run("", "get", "nc", name, "-o", "name")
+		left := admin.MustRun(t, "", "get", "namespaces,clusterrolebindings", "-l", provisioner.OwnerUIDLabel+"="+uid, "-o", "name")
+		nsLeft := admin.Run("", "get", "namespace", ns, "-o", "name")
+		return nc.Err != nil && strings.TrimSpace(left) == "" && nsLeft.Err != nil, nc.Stdout + left + nsLeft.Stdout
+	})
+	return fmt.Sprintf("%s: deleted while provisioning -> everything gone %s", name, time.Since(deleted).Round(time.Millisecond))
+}
