@@ -125,3 +125,39 @@ func testDeleteWhileProvisioning(t *testing.T, admin, k framework.Kubectl) strin
 	})
 	return fmt.Sprintf("%s: deleted while provisioning -> everything gone %s", name, time.Since(deleted).Round(time.Millisecond))
 }
+
+// testAPIServerKilledDuringUpgrade force-deletes tenant name's
+// kube-apiserver pod while the upgrade is at that step: the upgrade must
+// still finish in order, with one workload per component and the status
+// of a completed upgrade, and the tenant must answer at the new version.
+func testAPIServerKilledDuringUpgrade(t *testing.T, e *upgradeEnv, name string) string {
+	t.Helper()
+	e.create(t, upgradeManifest(name, "v1.36.3", 1), name)
+	ns := mgmtNamespace(t, e.admin, name)
+	apiservers := "-l" + v1alpha1.ComponentLabel + "=" + v1alpha1.ComponentAPIServer
+	out, errOut, err := e.nested(time.Minute, "upgrade", name, "--to", "v1.37.2")
+	require.NoError(t, err, "kubectl nested upgrade: %s%s", out, errOut)
+	framework.Eventually(t, 3*time.Minute, name+"'s upgrade at the kube-apiserver step, its new pod created", func() (bool, string) {
+		step := e.k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.status.upgrade.component}")
+		images := e.admin.MustRun(t, "", "get", "pods", "-n", ns, apiservers, "-o", "jsonpath={.items[*].spec.containers[0].image}")
+		return step == v1alpha1.ComponentAPIServer && strings.Contains(images, ":v1.37.2"), step + " " + images
+	})
+	killed := time.Now()
+	e.admin.MustRun(t, "", "delete", "pods", "-n", ns, apiservers, "--grace-period=0", "--force", "--wait=false")
+	framework.Eventually(t, 6*time.Minute, name+"'s upgrade finished after the kill", func() (bool, string) {
+		r := e.k.Run("", "get", "nc", name, "-o", "jsonpath={.status.phase} {.status.upgrade.finishedAt}")
+		return r.Err == nil && strings.HasPrefix(r.Stdout, "Ready ") && len(strings.Fields(r.Stdout)) == 2, r.Stdout + r.Stderr
+	})
+	finished := time.Since(killed)
+	checkUpgradeStatus(t, e.get(t, name), "v1.36.3", "v1.37.2")
+	deployments := strings.Fields(e.admin.MustRun(t, "", "get", "deployments", "-n", ns, "-o", "jsonpath={.items[*].metadata.name}"))
+	assert.ElementsMatch(t, []string{v1alpha1.ComponentAPIServer, v1alpha1.ComponentControllerManager, v1alpha1.ComponentScheduler, "capn-syncer"},
+		deployments, "one workload per component")
+	framework.Eventually(t, time.Minute, "one kube-apiserver pod, at v1.37.2", func() (bool, string) {
+		images := strings.Fields(e.admin.MustRun(t, "", "get", "pods", "-n", ns, apiservers, "-o", "jsonpath={.items[*].spec.containers[0].image}"))
+		return len(images) == 1 && strings.HasSuffix(images[0], ":v1.37.2"), strings.Join(images, " ")
+	})
+	tk := framework.Kubectl{Bin: e.kubectl, Kubeconfig: tenantKubeconfig(t, e.k, "", name, "alice")}
+	assert.Equal(t, "v1.37.2", versionOf(t, tk))
+	return fmt.Sprintf("%s: kube-apiserver force-deleted during its upgrade step -> upgrade finished %s later", name, finished.Round(time.Millisecond))
+}
