@@ -59,17 +59,17 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	if err != nil {
 		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
 	}
-	// Out of the pool before the namespace goes: once the apiserver is
-	// gone nothing else knows the cluster's etcd user and keys are there.
-	if err := c.releaseEtcdPool(ctx, nc); err != nil {
-		return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
-	}
 	proto := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
 	case apierrors.IsNotFound(err) && !dataPlaneGone:
 		return namespaceGoneRequeue, nil
 	case apierrors.IsNotFound(err):
+		// Gone without capn (deleted by hand): the pool may still hold
+		// the cluster's user and keys.
+		if err := c.releaseEtcdPool(ctx, nc); err != nil {
+			return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
+		}
 		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == v1alpha1.ProvisionerFinalizer })
 		if _, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return 0, fmt.Errorf("removing finalizer: %w", err)
@@ -95,6 +95,12 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 		}
 	}
 	if live.GetDeletionTimestamp() == nil {
+		// Out of the pool before the namespace goes: once the apiserver
+		// is gone nothing else knows the cluster's etcd user and keys are
+		// there. Once, not on every pass while the namespace terminates.
+		if err := c.releaseEtcdPool(ctx, nc); err != nil {
+			return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
+		}
 		if err := c.mgmt.Delete(ctx, proto); err != nil && !apierrors.IsNotFound(err) {
 			return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, fmt.Errorf("deleting namespace %s: %w", proto.Name, err)))
 		}
