@@ -25,13 +25,6 @@ import (
 // growth toward the quota is slow, and each read dials every member.
 const poolResync = time.Minute
 
-// Reasons of a pool's Available condition.
-const (
-	reasonPoolReachable   = "Reachable"
-	reasonPoolUnreachable = "Unreachable"
-	reasonPoolCredentials = "CredentialsInvalid"
-)
-
 // watchPools makes pool changes reach their tenants (new endpoints or
 // credentials roll their apiservers) and tenant changes reach the pool's
 // count and finalizer.
@@ -131,12 +124,12 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	st.Tenants = int32(tenants)
 	cond := metav1.Condition{Type: v1alpha1.ConditionPoolAvailable, ObservedGeneration: pool.Generation}
 	if creds, err := c.readPool(ctx, name); err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reasonPoolCredentials, truncate(err.Error(), maxFailureMessage)
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonPoolCredentials, truncate(err.Error(), maxFailureMessage)
 	} else if h, err := c.observePool(ctx, creds); err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reasonPoolUnreachable, truncate(err.Error(), maxFailureMessage)
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1alpha1.ReasonPoolUnreachable, truncate(err.Error(), maxFailureMessage)
 	} else {
 		st.DBSizeBytes = h.DBSize
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, reasonPoolReachable, "capn reached the pool as root and auth is enabled"
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonPoolReachable, "capn reached the pool as root and auth is enabled"
 		if len(h.Unreachable) > 0 {
 			cond.Message += "; members not answering: " + strings.Join(h.Unreachable, ", ")
 		}

@@ -51,6 +51,13 @@ const (
 	ConditionPoolAvailable = "Available"
 )
 
+// Reasons of a NestedEtcdPool's Available condition.
+const (
+	ReasonPoolReachable   = "Reachable"
+	ReasonPoolUnreachable = "Unreachable"
+	ReasonPoolCredentials = "CredentialsInvalid"
+)
+
 // PoolFinalizer holds a NestedEtcdPool while NestedClusters keep their
 // state in it: deleting a pool under its tenants would leave their
 // control planes pointing at an etcd nobody answers for. capn removes it
