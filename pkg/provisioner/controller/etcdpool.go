@@ -82,21 +82,15 @@ func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedClus
 	}
 	p, err := c.readPool(ctx, name)
 	if err != nil {
-		return nil, "", err
+		return nil, "", c.poolError(ctx, name, err)
 	}
 	tenant := etcdpool.For(in.UID)
 	c.mu.Lock()
 	granted := c.poolGrants[in.UID] == p.hash
 	c.mu.Unlock()
 	if !granted {
-		cli, err := p.dial()
-		if err != nil {
-			return nil, "", fmt.Errorf("NestedEtcdPool %q: %w", name, err)
-		}
-		err = etcdpool.Grant(ctx, cli, tenant)
-		_ = cli.Close()
-		if err != nil {
-			return nil, "", fmt.Errorf("NestedEtcdPool %q: %w", name, err)
+		if err := c.asRoot(ctx, p, func(cli *clientv3.Client) error { return etcdpool.Grant(ctx, cli, tenant) }); err != nil {
+			return nil, "", err
 		}
 		c.mu.Lock()
 		c.poolGrants[in.UID] = p.hash
@@ -177,20 +171,44 @@ func (c *Controller) releaseEtcdPool(ctx context.Context, nc *v1alpha1.NestedClu
 	}
 	p, err := c.readPool(ctx, name)
 	if err != nil {
-		return err
+		return c.poolError(ctx, name, err)
 	}
-	cli, err := p.dial()
-	if err != nil {
-		return fmt.Errorf("NestedEtcdPool %q: %w", name, err)
-	}
-	defer func() { _ = cli.Close() }()
 	t := etcdpool.For(nc.UID)
-	if err := etcdpool.Remove(ctx, cli, t); err != nil {
-		return fmt.Errorf("NestedEtcdPool %q: %w", name, err)
+	if err := c.asRoot(ctx, p, func(cli *clientv3.Client) error { return etcdpool.Remove(ctx, cli, t) }); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	delete(c.poolGrants, nc.UID)
 	c.mu.Unlock()
 	klog.FromContext(ctx).Info("Removed the cluster from its etcd pool", "pool", name, "user", t.User, "prefix", t.Prefix)
 	return nil
+}
+
+// asRoot runs fn with a root client of pool p.
+func (c *Controller) asRoot(ctx context.Context, p *poolCredentials, fn func(*clientv3.Client) error) error {
+	cli, err := p.dial()
+	if err == nil {
+		err = fn(cli)
+		_ = cli.Close()
+	}
+	if err != nil {
+		return c.poolError(ctx, p.pool.Name, err)
+	}
+	return nil
+}
+
+// poolError is what a pooled cluster's status and Events say of a failure
+// on its pool. That the pool does not exist is the tenant's to know; the
+// rest (the provider's Secret, its members' addresses, etcd's answers) is
+// the provider's, so it goes to capn's log, and the pool's own status
+// shows what its sync finds.
+func (c *Controller) poolError(ctx context.Context, name string, err error) error {
+	if c.pools == nil {
+		return err
+	}
+	if _, lerr := c.pools.Get(name); apierrors.IsNotFound(lerr) {
+		return err
+	}
+	klog.FromContext(ctx).Error(err, "NestedEtcdPool not usable", "pool", name)
+	return fmt.Errorf("NestedEtcdPool %q is not usable now: the provider finds why in its status and in capn's log", name)
 }
