@@ -231,17 +231,7 @@ func saveCSV(t testing.TB, dir, name string, rows [][]string) string {
 // containers in ns have used, by the pod's capn.dev/component label.
 func podsCPUSeconds(t testing.TB, admin framework.Kubectl, node *framework.Node, ns string) map[string]float64 {
 	t.Helper()
-	cpu := map[string]float64{}
-	for component, pids := range componentPIDs(t, admin, node, ns) {
-		for _, pid := range pids {
-			s, err := cpuSeconds(pid)
-			if err != nil {
-				t.Fatalf("%s cpu: %v", component, err)
-			}
-			cpu[component] += s
-		}
-	}
-	return cpu
+	return sampleComponents(t, admin, node, ns, "CPU", cpuSeconds)
 }
 
 // cpuSeconds reads utime+stime of pid from /proc (USER_HZ is 100 on Linux).

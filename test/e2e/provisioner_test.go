@@ -285,40 +285,71 @@ func tenantRSS(t *testing.T, c *framework.Cluster, admin framework.Kubectl, node
 func podsRSS(t testing.TB, admin framework.Kubectl, node *framework.Node, ns string) map[string]int {
 	t.Helper()
 	rss := map[string]int{}
-	for component, pids := range componentPIDs(t, admin, node, ns) {
-		for _, pid := range pids {
-			kib, err := framework.RSSKiB(pid)
-			if err != nil || kib == 0 {
-				t.Fatalf("%s RSS: %d KiB, %v", component, kib, err)
-			}
-			rss[component] += kib
+	for component, kib := range sampleComponents(t, admin, node, ns, "RSS", func(pid int) (float64, error) {
+		kib, err := framework.RSSKiB(pid)
+		if err == nil && kib == 0 {
+			err = fmt.Errorf("pid %d has no resident memory", pid)
 		}
+		return float64(kib), err
+	}) {
+		rss[component] = int(kib)
 	}
 	return rss
 }
 
+// sampleComponents sums read(pid) over the first container of each pod in
+// ns, by the pod's capn.dev/component label. A container that restarts
+// between the pod list and the read (its listed ID no longer has a
+// process) makes the whole sample be taken again, within a deadline: a
+// control plane on a cold, slow node may restart a component once while it
+// settles, and that is not a failed measurement.
+func sampleComponents(t testing.TB, admin framework.Kubectl, node *framework.Node, ns, what string, read func(pid int) (float64, error)) map[string]float64 {
+	t.Helper()
+	var sample map[string]float64
+	framework.Eventually(t, time.Minute, what+" of every component in "+ns, func() (bool, string) {
+		pids, err := componentPIDs(admin, node, ns)
+		if err != nil {
+			return false, err.Error()
+		}
+		sample = map[string]float64{}
+		for component, ps := range pids {
+			for _, pid := range ps {
+				v, err := read(pid)
+				if err != nil {
+					return false, fmt.Sprintf("%s %s: %v", component, what, err)
+				}
+				sample[component] += v
+			}
+		}
+		return true, ""
+	})
+	return sample
+}
+
 // componentPIDs are the host PIDs of the first container of each pod in
 // ns, by the pod's capn.dev/component label.
-func componentPIDs(t testing.TB, admin framework.Kubectl, node *framework.Node, ns string) map[string][]int {
-	t.Helper()
-	out := admin.MustRun(t, "", "get", "pods", "-n", ns, "--no-headers", "-o",
+func componentPIDs(admin framework.Kubectl, node *framework.Node, ns string) (map[string][]int, error) {
+	r := admin.Run("", "get", "pods", "-n", ns, "--no-headers", "-o",
 		"custom-columns=C:.metadata.labels.capn\\.dev/component,ID:.status.containerStatuses[0].containerID")
+	if r.Err != nil {
+		return nil, fmt.Errorf("list pods in %s: %w: %s", ns, r.Err, r.Stderr)
+	}
 	pids := map[string][]int{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
 		if line == "" {
 			continue
 		}
 		f := strings.Fields(line)
 		if len(f) != 2 {
-			t.Fatalf("unexpected pod line %q", line)
+			return nil, fmt.Errorf("unexpected pod line %q", line)
 		}
 		pid, err := node.ContainerPID(f[1])
 		if err != nil {
-			t.Fatalf("%s container pid: %v", f[0], err)
+			return nil, fmt.Errorf("%s container pid: %w", f[0], err)
 		}
 		pids[f[0]] = append(pids[f[0]], pid)
 	}
-	return pids
+	return pids, nil
 }
 
 // resyncWrites makes capn sync a Ready, unchanged cluster (a metadata-only
