@@ -3,6 +3,7 @@
 package apiserver
 
 import (
+	"context"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -19,6 +21,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/install"
 	"capn.dev/capn/pkg/registry/nestedcluster"
+	"capn.dev/capn/pkg/registry/nestedclusterbackup"
 	"capn.dev/capn/pkg/registry/nestedetcdpool"
 )
 
@@ -127,10 +130,21 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	backups, err := nestedclusterbackup.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, c.FinalizerAdminGroups)
+	if err != nil {
+		return nil, err
+	}
 	store, err := nestedcluster.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, nestedcluster.Policy{
 		Authorizer:           c.GenericConfig.Authorization.Authorizer,
 		FinalizerAdminGroups: c.FinalizerAdminGroups,
 		DataPlane:            c.DataPlane,
+		Backup: func(ctx context.Context, namespace, name string) (*capn.NestedClusterBackup, error) {
+			obj, err := backups.Backup.Get(genericapirequest.WithNamespace(ctx, namespace), name, &metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*capn.NestedClusterBackup), nil
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -142,12 +156,14 @@ func (c completedConfig) New() (*Server, error) {
 	group := genericapiserver.NewDefaultAPIGroupInfo(capn.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	group.NegotiatedSerializer = NegotiatedSerializer
 	group.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
-		"nestedclusters":         store.NestedCluster,
-		"nestedclusters/status":  store.Status,
-		"nestedclusters/scale":   store.Scale,
-		"nestedclusters/upgrade": store.Upgrade,
-		"nestedetcdpools":        pools.Pool,
-		"nestedetcdpools/status": pools.Status,
+		"nestedclusters":              store.NestedCluster,
+		"nestedclusters/status":       store.Status,
+		"nestedclusters/scale":        store.Scale,
+		"nestedclusters/upgrade":      store.Upgrade,
+		"nestedetcdpools":             pools.Pool,
+		"nestedetcdpools/status":      pools.Status,
+		"nestedclusterbackups":        backups.Backup,
+		"nestedclusterbackups/status": backups.Status,
 	}
 	if c.KubeconfigIssuer != nil {
 		group.VersionedResourcesStorageMap["v1alpha1"]["nestedclusters/kubeconfig"] =

@@ -188,6 +188,10 @@ func TestProvisionerOnNode(t *testing.T) {
 	t.Run("deleted while provisioning", func(t *testing.T) {
 		faults = append(faults, testDeleteWhileProvisioning(t, admin, k))
 	})
+	var restore string
+	t.Run("backup and restore", func(t *testing.T) {
+		restore = testBackupRestore(t, admin, k, kubectl, "demo")
+	})
 
 	namespaces := map[string]string{}
 	for _, tc := range cases {
@@ -230,6 +234,7 @@ func TestProvisionerOnNode(t *testing.T) {
 	for _, l := range faults {
 		t.Logf("numbers: %s", l)
 	}
+	t.Logf("numbers: %s", restore)
 	t.Logf("numbers: delete of 3 tenants -> all namespaces gone %s", gone.Round(time.Millisecond))
 
 	// Two tenants on one shared etcd, on the node the others left.

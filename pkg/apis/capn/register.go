@@ -34,6 +34,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedClusterJoinTokenRequest{},
 		&NestedEtcdPool{},
 		&NestedEtcdPoolList{},
+		&NestedClusterBackup{},
+		&NestedClusterBackupList{},
 	)
 	return nil
 }

@@ -89,6 +89,21 @@ type NestedClusterSpec struct {
 	// paused stops the provisioner from changing anything for this cluster.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// restoreFrom creates the cluster with the data of a Completed
+	// NestedClusterBackup in its namespace: capn writes the backup into
+	// the new cluster's etcd (managed or pooled) before its apiserver
+	// first starts. Set on create only, by whoever may get the backup;
+	// immutable.
+	// +optional
+	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
+}
+
+// RestoreSource names the backup a cluster is created from.
+type RestoreSource struct {
+	// backup is the name of a NestedClusterBackup in the cluster's
+	// namespace.
+	Backup string `json:"backup"`
 }
 
 // SleepSpec puts a tenant control plane to sleep, to cost nothing but its

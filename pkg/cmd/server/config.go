@@ -16,6 +16,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"capn.dev/capn/pkg/apiserver"
+	"capn.dev/capn/pkg/backup"
 	capnopenapi "capn.dev/capn/pkg/generated/openapi"
 	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/controller"
@@ -117,6 +118,9 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.He
 			TemplateRevision:     o.TemplateRevision,
 			Health:               health,
 			DataPlane:            o.DataPlane.builders(),
+		}
+		if o.BackupDir != "" {
+			cfg.BackupStore = backup.Dir{Root: o.BackupDir}
 		}
 		if o.OrphanSweep {
 			cfg.Sweep = &o.Sweep

@@ -65,6 +65,9 @@ type Options struct {
 	// UpgradeStepTimeout halts an upgrade whose component is not rolled
 	// out in this long.
 	UpgradeStepTimeout time.Duration
+	// BackupDir is where NestedClusterBackups' data is kept; empty keeps
+	// none (every backup fails, saying so).
+	BackupDir string
 	// ActivityInterval is how often tenants with spec.sleep.afterInactivity
 	// are checked for requests.
 	ActivityInterval time.Duration
@@ -123,6 +126,7 @@ func NewOptions(out, errOut io.Writer) *Options {
 		CertRenewalThreshold:    pki.DefaultRenewalThreshold,
 		UpgradeStepTimeout:      controller.DefaultUpgradeStepTimeout,
 		ActivityInterval:        controller.DefaultActivityInterval,
+		BackupDir:               "/var/lib/capn/backups",
 		FinalizerAdminGroups:    nestedcluster.DefaultFinalizerAdminGroups,
 		OrphanSweep:             true,
 		ManagementQPS:           DefaultManagementQPS,
@@ -172,6 +176,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			validation.MinJoinTokenTTL, validation.MaxJoinTokenTTL, validation.DefaultJoinTokenTTL))
 	fs.DurationVar(&o.UpgradeStepTimeout, "upgrade-step-timeout", o.UpgradeStepTimeout,
 		"With --provisioner=pods, halt a version upgrade (condition Degraded) when a component's new pods are not all ready this long after it started rolling.")
+	fs.StringVar(&o.BackupDir, "backup-dir", o.BackupDir,
+		"With --provisioner=pods, the directory NestedClusterBackups are kept in (one file per backup, by namespace and UID): a PersistentVolumeClaim of the provider's, mounted into capn-apiserver. Empty keeps no backups.")
 	fs.DurationVar(&o.ActivityInterval, "activity-check-interval", o.ActivityInterval,
 		"With --provisioner=pods, how often a tenant with spec.sleep.afterInactivity has its apiserver's request counters read (one small request each time); it falls asleep between afterInactivity and afterInactivity plus this after its last request.")
 	fs.StringSliceVar(&o.FinalizerAdminGroups, "finalizer-admin-groups", o.FinalizerAdminGroups,

@@ -58,6 +58,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &capnv1alpha1.NamespacedSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NestedCluster"):
 		return &capnv1alpha1.NestedClusterApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NestedClusterBackup"):
+		return &capnv1alpha1.NestedClusterBackupApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NestedClusterBackupSpec"):
+		return &capnv1alpha1.NestedClusterBackupSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NestedClusterBackupStatus"):
+		return &capnv1alpha1.NestedClusterBackupStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NestedClusterSpec"):
 		return &capnv1alpha1.NestedClusterSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NestedClusterStatus"):
@@ -68,6 +74,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &capnv1alpha1.NestedEtcdPoolSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NestedEtcdPoolStatus"):
 		return &capnv1alpha1.NestedEtcdPoolStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RestoreSource"):
+		return &capnv1alpha1.RestoreSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &capnv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SleepSpec"):

@@ -49,6 +49,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ManagedEtcd{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_ManagedEtcd(ref),
 		v1alpha1.NamespacedSecretReference{}.OpenAPIModelName():            schema_pkg_apis_capn_v1alpha1_NamespacedSecretReference(ref),
 		v1alpha1.NestedCluster{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_NestedCluster(ref),
+		v1alpha1.NestedClusterBackup{}.OpenAPIModelName():                  schema_pkg_apis_capn_v1alpha1_NestedClusterBackup(ref),
+		v1alpha1.NestedClusterBackupList{}.OpenAPIModelName():              schema_pkg_apis_capn_v1alpha1_NestedClusterBackupList(ref),
+		v1alpha1.NestedClusterBackupSpec{}.OpenAPIModelName():              schema_pkg_apis_capn_v1alpha1_NestedClusterBackupSpec(ref),
+		v1alpha1.NestedClusterBackupStatus{}.OpenAPIModelName():            schema_pkg_apis_capn_v1alpha1_NestedClusterBackupStatus(ref),
 		v1alpha1.NestedClusterJoinTokenRequest{}.OpenAPIModelName():        schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequest(ref),
 		v1alpha1.NestedClusterJoinTokenRequestSpec{}.OpenAPIModelName():    schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequestSpec(ref),
 		v1alpha1.NestedClusterJoinTokenRequestStatus{}.OpenAPIModelName():  schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequestStatus(ref),
@@ -63,6 +67,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.NestedEtcdPoolList{}.OpenAPIModelName():                   schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolList(ref),
 		v1alpha1.NestedEtcdPoolSpec{}.OpenAPIModelName():                   schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolSpec(ref),
 		v1alpha1.NestedEtcdPoolStatus{}.OpenAPIModelName():                 schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolStatus(ref),
+		v1alpha1.RestoreSource{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_RestoreSource(ref),
 		v1alpha1.SecretReference{}.OpenAPIModelName():                      schema_pkg_apis_capn_v1alpha1_SecretReference(ref),
 		v1alpha1.SleepSpec{}.OpenAPIModelName():                            schema_pkg_apis_capn_v1alpha1_SleepSpec(ref),
 		v1alpha1.UpgradeStatus{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_UpgradeStatus(ref),
@@ -1045,6 +1050,190 @@ func schema_pkg_apis_capn_v1alpha1_NestedCluster(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_capn_v1alpha1_NestedClusterBackup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedClusterBackup is a consistent copy of one NestedCluster's etcd data, taken once when the backup is created and kept by the provider's backup store until the backup is deleted. It outlives its cluster: a new NestedCluster restores from it with spec.restoreFrom.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec names the cluster to back up. Immutable.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NestedClusterBackupSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is how the backup went. Read-only.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.NestedClusterBackupStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.NestedClusterBackupSpec{}.OpenAPIModelName(), v1alpha1.NestedClusterBackupStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedClusterBackupList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedClusterBackupList is a list of NestedClusterBackups.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.NestedClusterBackup{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.NestedClusterBackup{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedClusterBackupSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedClusterBackupSpec is what to back up.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"clusterName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "clusterName is a NestedCluster in the backup's namespace, with a managed etcd or a pool (an external etcd is backed up where it runs).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"clusterName"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_NestedClusterBackupStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NestedClusterBackupStatus describes a backup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is Pending, Completed or Failed.\n\nPossible enum values:\n - `\"Completed\"` : the data is in the store; restores may use it.\n - `\"Failed\"` : it will not be taken; message says why. Delete it and create another.\n - `\"Pending\"` : not taken yet (the cluster's etcd is not ready, or capn is taking it).",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Completed", "Failed", "Pending"},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says why a backup is Pending or Failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"clusterUID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "clusterUID is the UID of the cluster backed up: a cluster deleted and created again under the same name is another cluster.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision is the etcd revision every key was read at.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"keys": {
+						SchemaProps: spec.SchemaProps{
+							Description: "keys is how many etcd keys the backup holds.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"sizeBytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "sizeBytes is the backup's size in the store.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "completionTime is when the backup was stored.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_capn_v1alpha1_NestedClusterJoinTokenRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1404,11 +1593,17 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 							Format:      "",
 						},
 					},
+					"restoreFrom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "restoreFrom creates the cluster with the data of a Completed NestedClusterBackup in its namespace: capn writes the backup into the new cluster's etcd (managed or pooled) before its apiserver first starts. Set on create only, by whoever may get the backup; immutable.",
+							Ref:         ref(v1alpha1.RestoreSource{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DNSSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName(), v1alpha1.SleepSpec{}.OpenAPIModelName()},
+			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DNSSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName(), v1alpha1.RestoreSource{}.OpenAPIModelName(), v1alpha1.SleepSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -1769,6 +1964,28 @@ func schema_pkg_apis_capn_v1alpha1_NestedEtcdPoolStatus(ref common.ReferenceCall
 		},
 		Dependencies: []string{
 			metav1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_capn_v1alpha1_RestoreSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RestoreSource names the backup a cluster is created from.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"backup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "backup is the name of a NestedClusterBackup in the cluster's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"backup"},
+			},
+		},
 	}
 }
 

@@ -22,7 +22,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	replicas = DesiredReplicas(nc, component, replicas, p.Asleep)
+	replicas = DesiredReplicas(nc, component, replicas, p.Asleep, p.Restoring)
 	version := p.Versions.For(nc, component)
 	prof, err := profileFor(component, version)
 	if err != nil {

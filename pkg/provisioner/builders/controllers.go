@@ -70,7 +70,7 @@ func controller(nc *v1alpha1.NestedCluster, p Params, s controllerSpec) ([]Objec
 	if err != nil {
 		return nil, err
 	}
-	replicas = DesiredReplicas(nc, s.component, replicas, p.Asleep)
+	replicas = DesiredReplicas(nc, s.component, replicas, p.Asleep, p.Restoring)
 	version := p.Versions.For(nc, s.component)
 	prof, err := profileFor(s.component, version)
 	if err != nil {

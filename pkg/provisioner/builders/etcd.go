@@ -140,7 +140,7 @@ func Etcd(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: stsMeta,
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:    ptr.To(DesiredReplicas(nc, v1alpha1.ComponentEtcd, replicas, p.Asleep)),
+			Replicas:    ptr.To(DesiredReplicas(nc, v1alpha1.ComponentEtcd, replicas, p.Asleep, p.Restoring)),
 			Selector:    &metav1.LabelSelector{MatchLabels: selector},
 			ServiceName: provisioner.EtcdHeadlessServiceName,
 			// All members must start together to form a quorum; ordered

@@ -83,6 +83,13 @@ type Params struct {
 	// controller's to decide, not spec.sleep's alone: a sleep asked for
 	// during an upgrade waits for the upgrade to finish.
 	Asleep bool
+	// CapnNamespace is where capn-apiserver's pods run; its pods may reach
+	// a managed etcd's client port (backups, restores). Empty allows none.
+	CapnNamespace string
+	// Restoring holds every component but etcd at zero replicas: a
+	// cluster created with spec.restoreFrom gets its backup written into
+	// its etcd before its apiserver first starts (the controller decides).
+	Restoring bool
 	// EtcdPool is where a cluster with spec.etcd.pool keeps its state: the
 	// pool's endpoints and the cluster's own key prefix. The controller
 	// reads them from the NestedEtcdPool; nil with spec.etcd.pool set is

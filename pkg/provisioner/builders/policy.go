@@ -69,9 +69,10 @@ func defaultDenyNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv
 }
 
 // etcdNetworkPolicy: the client port only from this namespace's
-// kube-apiserver pods, the peer port only between members. Nothing outside
-// the namespace reaches etcd (capn itself never connects to it), and etcd
-// reaches nothing but its peers.
+// kube-apiserver pods and capn-apiserver's (Params.CapnNamespace: it reads
+// and writes etcd for backups and restores), the peer port only between
+// members. Nothing else reaches etcd, and etcd reaches nothing but its
+// peers.
 //
 // A multi-member etcd also needs DNS: its members are named
 // etcd-N.etcd-headless.<ns>.svc, and etcd resolves --initial-cluster at
@@ -91,16 +92,27 @@ func etcdNetworkPolicy(nc *v1alpha1.NestedCluster, p Params, m *v1alpha1.Managed
 			policyPort(corev1.ProtocolUDP, dnsPort), policyPort(corev1.ProtocolTCP, dnsPort),
 		}})
 	}
+	clients := []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}
+	if p.CapnNamespace != "" {
+		clients = append(clients, networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: p.CapnNamespace}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": CapnAPIServerName}},
+		})
+	}
 	return networkPolicy(objectMeta(nc, p, provisioner.EtcdName, component), networkingv1.NetworkPolicySpec{
 		PodSelector: podSelector(nc, component),
 		PolicyTypes: bothPolicyTypes,
 		Ingress: []networkingv1.NetworkPolicyIngressRule{
-			{From: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.EtcdClientPort)},
+			{From: clients, Ports: tcpPorts(profiles.EtcdClientPort)},
 			{From: []networkingv1.NetworkPolicyPeer{etcd}, Ports: tcpPorts(profiles.EtcdPeerPort)},
 		},
 		Egress: egress,
 	})
 }
+
+// CapnAPIServerName is the app.kubernetes.io/name of capn-apiserver's
+// pods (artifacts/deploy).
+const CapnAPIServerName = "capn-apiserver"
 
 // dnsPort is DNS's well-known port, for etcd's peer-name lookups.
 const dnsPort = 53

@@ -554,3 +554,27 @@ func TestPlacementAppliesToEveryPod(t *testing.T) {
 	}
 	assert.Equal(t, 4, pods, "etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
 }
+
+// capn-apiserver reads and writes a managed etcd for backups and restores:
+// its pods, in its namespace only, reach the client port, and nothing else
+// new does.
+func TestEtcdPolicyLetsCapnIn(t *testing.T) {
+	nc := cluster()
+	client := func(p Params) []networkingv1.NetworkPolicyPeer {
+		for _, o := range NetworkPolicies(nc, p) {
+			if np := o.(*networkingv1.NetworkPolicy); np.Name == provisioner.EtcdName {
+				return np.Spec.Ingress[0].From
+			}
+		}
+		t.Fatal("no etcd NetworkPolicy")
+		return nil
+	}
+	assert.Len(t, client(Params{}), 1, "without capn's namespace, only the apiserver")
+	peers := client(Params{CapnNamespace: "capn-system"})
+	require.Len(t, peers, 2)
+	capn := peers[1]
+	require.NotNil(t, capn.NamespaceSelector)
+	require.NotNil(t, capn.PodSelector)
+	assert.Equal(t, map[string]string{corev1.LabelMetadataName: "capn-system"}, capn.NamespaceSelector.MatchLabels)
+	assert.Equal(t, map[string]string{"app.kubernetes.io/name": "capn-apiserver"}, capn.PodSelector.MatchLabels)
+}

@@ -17,9 +17,11 @@ func Sleeps(nc *v1alpha1.NestedCluster, component string) bool {
 
 // DesiredReplicas is how many pods of component run: spec's count, or
 // none while the cluster sleeps (asleep: Params.Asleep, which the
-// controller decides) and the component stops in its sleep.
-func DesiredReplicas(nc *v1alpha1.NestedCluster, component string, spec int32, asleep bool) int32 {
-	if asleep && Sleeps(nc, component) {
+// controller decides) and the component stops in its sleep, or while a
+// backup is written into its etcd (restoring: Params.Restoring), when
+// only etcd runs.
+func DesiredReplicas(nc *v1alpha1.NestedCluster, component string, spec int32, asleep, restoring bool) int32 {
+	if asleep && Sleeps(nc, component) || restoring && component != v1alpha1.ComponentEtcd {
 		return 0
 	}
 	return spec

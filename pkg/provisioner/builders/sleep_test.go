@@ -56,3 +56,23 @@ func TestAsleepScalesToZero(t *testing.T) {
 		})
 	}
 }
+
+// Restoring, only etcd runs: nothing may use the etcd a backup is being
+// written into.
+func TestRestoringHoldsAllButEtcd(t *testing.T) {
+	nc := cluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.DataPlane.Mode = v1alpha1.DataPlaneShared
+		nc.Spec.Syncer.Replicas = ptr.To[int32](1)
+		nc.Spec.APIServer.Replicas = ptr.To[int32](2)
+	})
+	objs, err := All(nc, Params{Restoring: true})
+	require.NoError(t, err)
+	for _, name := range []string{provisioner.APIServerName, provisioner.ControllerManagerName, provisioner.SchedulerName, provisioner.SyncerName} {
+		d := find[*appsv1.Deployment](objs, name)
+		require.NotNil(t, d, name)
+		assert.Equal(t, int32(0), *d.Spec.Replicas, name)
+	}
+	sts := find[*appsv1.StatefulSet](objs, provisioner.EtcdName)
+	require.NotNil(t, sts)
+	assert.Equal(t, int32(1), *sts.Spec.Replicas)
+}

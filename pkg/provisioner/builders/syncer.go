@@ -102,7 +102,7 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		return nil, err
 	}
 	const component = v1alpha1.ComponentSyncer
-	replicas = DesiredReplicas(nc, component, replicas, p.Asleep)
+	replicas = DesiredReplicas(nc, component, replicas, p.Asleep, p.Restoring)
 	dp := p.DataPlane
 	image := dp.SyncerImage
 	if image == "" {

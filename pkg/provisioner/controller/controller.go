@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/backup"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
 	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
@@ -63,6 +64,13 @@ type Options struct {
 	// PoolInformer serves the NestedEtcdPools clusters name in
 	// spec.etcd.pool; nil refuses such clusters (ReasonEtcdPoolFailed).
 	PoolInformer informers.NestedEtcdPoolInformer
+	// BackupInformer serves NestedClusterBackups and spec.restoreFrom;
+	// nil leaves backups Pending and restores failing.
+	BackupInformer informers.NestedClusterBackupInformer
+	// BackupStore keeps the backups' data; nil fails every backup.
+	BackupStore backup.Store
+	// CapnNamespace is where capn-apiserver runs (builders.Params).
+	CapnNamespace string
 	// ActivityInterval is how often a tenant with spec.sleep.
 	// afterInactivity is checked for requests; 0 means
 	// DefaultActivityInterval.
@@ -112,6 +120,13 @@ type Controller struct {
 	pools      listers.NestedEtcdPoolLister
 	poolGrants map[types.UID]string
 	poolQueue  workqueue.TypedRateLimitingInterface[string]
+	// backups lists NestedClusterBackups (nil: none served); backupQueue
+	// takes and finalizes them (backups.go); store keeps their data.
+	backups     listers.NestedClusterBackupLister
+	backupQueue workqueue.TypedRateLimitingInterface[string]
+	store       backup.Store
+	// capnNamespace: see Options.CapnNamespace.
+	capnNamespace string
 }
 
 // New wires the controller to its informer; call Run to start it.
@@ -178,6 +193,16 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 	}
+	c.store = o.BackupStore
+	c.capnNamespace = o.CapnNamespace
+	if o.BackupInformer != nil {
+		c.backupQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-backups"})
+		if err := c.watchBackups(o.BackupInformer); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -200,6 +225,10 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if c.poolQueue != nil {
 		defer c.poolQueue.ShutDown()
 		go wait.UntilWithContext(ctx, c.poolWorker, time.Second)
+	}
+	if c.backupQueue != nil {
+		defer c.backupQueue.ShutDown()
+		go wait.UntilWithContext(ctx, c.backupWorker, time.Second)
 	}
 	<-ctx.Done()
 }
@@ -302,6 +331,7 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
 	o.sleep = decideSleep(in, o, c.now())
+	o.restore = planRestore(in)
 	if o.sleep.asked || o.sleep.woke != "" {
 		// Asleep nobody uses it; awake again, its idle time starts over.
 		c.forgetActivity(nc.UID)
@@ -344,8 +374,15 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 			return failed(v1alpha1.ReasonNamespaceFailed, err)
 		}
 	}
+	params.Restoring = o.restore.pending
 	if err := c.ensureWorkloads(ctx, nc, in, params, o); err != nil {
 		return failed(v1alpha1.ReasonApplyFailed, err)
+	}
+	if o.restore.pending {
+		if err := c.ensureRestore(ctx, in, ns, o); err != nil {
+			return failed(v1alpha1.ReasonRestoreFailed, err)
+		}
+		return nil // the components start once Restored is recorded
 	}
 	comps := o.components(in)
 	if o.sleep.asleep {

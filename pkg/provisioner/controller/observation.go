@@ -41,6 +41,8 @@ type observation struct {
 	upgrade *upgrade
 	// sleep is what the sync decided about spec.sleep (sleep.go).
 	sleep sleepState
+	// restore is spec.restoreFrom's progress (restore.go).
+	restore restoreState
 }
 
 // tenantOutcome is what ensureTenantAccess found.
@@ -154,7 +156,7 @@ func (o *observation) components(in *v1alpha1.NestedCluster) map[string]observed
 
 // desired is how many pods of component should run, as rendered this sync.
 func (o *observation) desired(in *v1alpha1.NestedCluster, component string, spec *int32) int32 {
-	return builders.DesiredReplicas(in, component, ptr.Deref(spec, 1), o.sleep.asleep)
+	return builders.DesiredReplicas(in, component, ptr.Deref(spec, 1), o.sleep.asleep, o.restore.pending)
 }
 
 // rolledOut: every component is available and at its desired spec.

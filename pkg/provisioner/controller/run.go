@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"capn.dev/capn/pkg/backup"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	capnscheme "capn.dev/capn/pkg/generated/clientset/versioned/scheme"
 	"capn.dev/capn/pkg/generated/informers/externalversions"
@@ -68,6 +69,8 @@ type RunConfig struct {
 	DataPlane builders.DataPlane
 	// Health is served as /livez/capn-provisioner; nil means none.
 	Health *Health
+	// BackupStore: see Options.BackupStore.
+	BackupStore backup.Store
 }
 
 // Start runs the controller until ctx ends, under leader election when
@@ -118,9 +121,13 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			return
 		}
 		c, err := New(Options{
-			Capn:             capnClient,
-			Informer:         factory.Capn().V1alpha1().NestedClusters(),
-			PoolInformer:     factory.Capn().V1alpha1().NestedEtcdPools(),
+			Capn:           capnClient,
+			Informer:       factory.Capn().V1alpha1().NestedClusters(),
+			PoolInformer:   factory.Capn().V1alpha1().NestedEtcdPools(),
+			BackupInformer: factory.Capn().V1alpha1().NestedClusterBackups(),
+			BackupStore:    cfg.BackupStore,
+			// capn's own namespace, where its Lease is.
+			CapnNamespace:    cfg.LeaderElectNamespace,
 			Management:       management,
 			Recorder:         recorder,
 			RenewalThreshold: cfg.RenewalThreshold,

@@ -139,6 +139,12 @@ func deriveStatus(nc *v1alpha1.NestedCluster, o *observation, stepErr error) (*v
 		st.Phase = v1alpha1.PhaseProvisioning
 	}
 	ready = applyUpgrade(nc, st, o.upgrade, ready) // status.upgrade, Progressing, Degraded, phase
+	if c, ok := restoredCondition(nc, o.restore); ok {
+		meta.SetStatusCondition(&st.Conditions, c)
+		if c.Status == metav1.ConditionFalse {
+			set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRestoring, c.Message)
+		}
+	}
 	if c, ok := inactiveCondition(nc, o.sleep); ok {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}

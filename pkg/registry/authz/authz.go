@@ -8,7 +8,9 @@ package authz
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -47,4 +49,25 @@ func qualified(attrs authorizer.AttributesRecord) string {
 		return attrs.Resource
 	}
 	return attrs.Resource + "." + attrs.APIGroup
+}
+
+// IsCapnOrAdmin reports whether the request comes from capn itself (its
+// loopback identity) or a member of one of adminGroups: who may remove
+// capn's finalizers. The loopback user's name alone is not proof (a
+// front-proxied user could carry it); the superuser group with it is.
+func IsCapnOrAdmin(ctx context.Context, adminGroups []string) bool {
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return false
+	}
+	groups := u.GetGroups()
+	if u.GetName() == user.APIServerUser && slices.Contains(groups, user.SystemPrivilegedGroup) {
+		return true
+	}
+	for _, g := range groups {
+		if slices.Contains(adminGroups, g) {
+			return true
+		}
+	}
+	return false
 }

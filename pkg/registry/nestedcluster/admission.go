@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
@@ -33,6 +34,9 @@ type Policy struct {
 	FinalizerAdminGroups []string
 	// DataPlane is the provider's side of spec.dataPlane and spec.syncer.
 	DataPlane DataPlanePolicy
+	// Backup reads the NestedClusterBackup a create's spec.restoreFrom
+	// names; nil refuses every restoreFrom.
+	Backup func(ctx context.Context, namespace, name string) (*capn.NestedClusterBackup, error)
 }
 
 func (p Policy) complete() (Policy, error) {
@@ -50,18 +54,8 @@ func (p Policy) finalizerErrors(ctx context.Context, newNC, oldNC *capn.NestedCl
 	if !slices.Contains(oldNC.Finalizers, v1alpha1.ProvisionerFinalizer) || slices.Contains(newNC.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		return nil
 	}
-	if u, ok := genericapirequest.UserFrom(ctx); ok {
-		groups := u.GetGroups()
-		// capn's loopback identity: the name alone is not proof (a
-		// front-proxied user could carry it), the superuser group with it is.
-		if u.GetName() == user.APIServerUser && slices.Contains(groups, user.SystemPrivilegedGroup) {
-			return nil
-		}
-		for _, g := range groups {
-			if slices.Contains(p.FinalizerAdminGroups, g) {
-				return nil
-			}
-		}
+	if authz.IsCapnOrAdmin(ctx, p.FinalizerAdminGroups) {
+		return nil
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
 		fmt.Sprintf("%s is removed by capn once the control plane is deleted; only capn and the provider's break-glass groups may remove it", v1alpha1.ProvisionerFinalizer))}
@@ -116,4 +110,44 @@ func (p Policy) poolErrors(ctx context.Context, newNC, oldNC *capn.NestedCluster
 		return nil
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("spec", "etcd", "pool"), msg)}
+}
+
+// restoreErrors proves, on create, that the requester may restore the
+// backup spec.restoreFrom names, and that it is Completed: a restore from
+// anything else would start a cluster that can never become what was
+// asked for. The verb is "restore", not "get": a restore makes its
+// requester cluster-admin over every Secret of the backed-up cluster,
+// which is edit's trust (a kubeconfig), not view's.
+func (p Policy) restoreErrors(ctx context.Context, newNC *capn.NestedCluster) field.ErrorList {
+	r := newNC.Spec.RestoreFrom
+	if r == nil || len(apimachineryvalidation.NameIsDNSSubdomain(r.Backup, false)) > 0 {
+		return nil // validation says what is wrong with the name
+	}
+	fld := field.NewPath("spec", "restoreFrom", "backup")
+	if msg := authz.Denied(ctx, p.Authorizer, authorizer.AttributesRecord{Verb: "restore", APIGroup: capn.GroupName, Resource: "nestedclusterbackups", Name: r.Backup, Namespace: newNC.Namespace},
+		"a restore reads every Secret of the backed-up cluster"); msg != "" {
+		return field.ErrorList{field.Forbidden(fld, msg)}
+	}
+	if p.Backup == nil {
+		return field.ErrorList{field.Forbidden(fld, "this capn-apiserver serves no backups")}
+	}
+	b, err := p.Backup(ctx, newNC.Namespace, r.Backup)
+	switch {
+	case apierrors.IsNotFound(err):
+		return field.ErrorList{field.NotFound(fld, r.Backup)}
+	case err != nil:
+		return field.ErrorList{field.InternalError(fld, fmt.Errorf("reading the backup: %w", err))}
+	case b.DeletionTimestamp != nil:
+		return field.ErrorList{field.Invalid(fld, r.Backup, "the backup is being deleted")}
+	case b.Status.Phase != capn.BackupCompleted:
+		return field.ErrorList{field.Invalid(fld, r.Backup, fmt.Sprintf("the backup is %s, not %s", orPending(b.Status.Phase), capn.BackupCompleted))}
+	}
+	return nil
+}
+
+func orPending(p capn.BackupPhase) capn.BackupPhase {
+	if p == "" {
+		return capn.BackupPending
+	}
+	return p
 }

@@ -151,3 +151,43 @@ func TestPoolNeedsUse(t *testing.T) {
 	edit.Labels = map[string]string{"team": "a"}
 	require.NoError(t, e.updateAs(tenant, edit, false))
 }
+
+// A restore reads a backup of another cluster into one the requester runs:
+// it needs the verb "restore" on the backup, and a Completed backup,
+// checked at create and refused on the field with nothing stored; the
+// field cannot change afterwards.
+func TestRestoreFromNeedsACompletedBackupTheUserMayRestore(t *testing.T) {
+	e := newEnv(t)
+	from := func(backup string) func(*capn.NestedCluster) {
+		return func(nc *capn.NestedCluster) { nc.Spec.RestoreFrom = &capn.RestoreSource{Backup: backup} }
+	}
+	for name, tc := range map[string]struct {
+		backup, detail string
+	}{
+		"not restorable by this user": {unrestorableBackup, `user "tenant-user" lacks permission "restore" on nestedclusterbackups.capn.dev "someone-elses-backup"`},
+		"missing":                     {"nope", `spec.restoreFrom.backup: Not found: "nope"`},
+		"pending":                     {"pending", "the backup is Pending, not Completed"},
+		"failed":                      {"failed", "the backup is Failed, not Completed"},
+		"not a name":                  {"Not_A_Name", "spec.restoreFrom.backup: Invalid value"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			nc := newCluster(t, e.ns, "restored", "")
+			from(tc.backup)(nc)
+			_, err := e.s.NestedCluster.Create(e.ctx, nc, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+			require.Error(t, err)
+			assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+			assert.Equal(t, []string{"spec.restoreFrom.backup"}, causeFields(err))
+			assert.Contains(t, err.Error(), tc.detail)
+			_, err = e.s.NestedCluster.Get(e.ctx, "restored", &metav1.GetOptions{})
+			require.True(t, apierrors.IsNotFound(err), "nothing partial is written: %v", err)
+		})
+	}
+	ok := e.create("restored", "", from("completed"))
+	assert.Equal(t, "completed", ok.Spec.RestoreFrom.Backup)
+	edit := ok.DeepCopy()
+	edit.Spec.RestoreFrom = &capn.RestoreSource{Backup: "pending"}
+	err := e.updateAs(tenant, edit, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.restoreFrom: Invalid value")
+	assert.Contains(t, err.Error(), "field is immutable")
+}

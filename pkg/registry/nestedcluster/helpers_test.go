@@ -107,7 +107,14 @@ var tenant = &user.DefaultInfo{Name: "tenant-user", Groups: []string{user.AllAut
 const (
 	unreadableSecret = "not-yours"
 	forbiddenPool    = "providers-only"
+	// unrestorableBackup is the NestedClusterBackup whose "restore" is
+	// denied; backups holds the ones testPolicy's Backup finds.
+	unrestorableBackup = "someone-elses-backup"
 )
+
+var backups = map[string]capn.BackupPhase{
+	"completed": capn.BackupCompleted, "pending": capn.BackupPending, "failed": capn.BackupFailed, unrestorableBackup: capn.BackupCompleted,
+}
 
 // testPolicy stands in for the management cluster's RBAC: every user may
 // get every Secret, but only system:masters may get unreadableSecret.
@@ -120,9 +127,19 @@ var testPolicy = nestedcluster.Policy{
 		if a.GetAPIGroup() == "capn.dev" && a.GetResource() == "nestedetcdpools" && a.GetVerb() == "use" && a.GetName() == forbiddenPool && !masters {
 			return authorizer.DecisionDeny, "", nil
 		}
+		if a.GetAPIGroup() == "capn.dev" && a.GetResource() == "nestedclusterbackups" && a.GetVerb() == "restore" && a.GetName() == unrestorableBackup && !masters {
+			return authorizer.DecisionDeny, "", nil
+		}
 		return authorizer.DecisionAllow, "", nil
 	}),
 	FinalizerAdminGroups: nestedcluster.DefaultFinalizerAdminGroups,
+	Backup: func(_ context.Context, namespace, name string) (*capn.NestedClusterBackup, error) {
+		phase, ok := backups[name]
+		if !ok {
+			return nil, apierrors.NewNotFound(capn.Resource("nestedclusterbackups"), name)
+		}
+		return &capn.NestedClusterBackup{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Status: capn.NestedClusterBackupStatus{Phase: phase}}, nil
+	},
 }
 
 func nsContext(ns string) context.Context {

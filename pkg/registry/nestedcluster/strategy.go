@@ -65,6 +65,7 @@ func (s nestedClusterStrategy) Validate(ctx context.Context, obj runtime.Object)
 	nc := obj.(*capn.NestedCluster)
 	errs := append(validation.ValidateNestedCluster(nc), s.policy.DataPlane.errors(nc, nil)...)
 	errs = append(errs, s.policy.poolErrors(ctx, nc, nil)...)
+	errs = append(errs, s.policy.restoreErrors(ctx, nc)...)
 	return append(errs, s.policy.secretErrors(ctx, nc, nil)...)
 }
 

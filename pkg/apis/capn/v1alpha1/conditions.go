@@ -64,6 +64,11 @@ const (
 // once the last tenant is gone (the pattern of kubernetes.io/pvc-protection).
 const PoolFinalizer = GroupName + "/pool-in-use"
 
+// BackupFinalizer holds a NestedClusterBackup until capn has deleted its
+// data from the backup store: set when the backup is created, so that no
+// backup's data outlives its object, even one capn never got to.
+const BackupFinalizer = GroupName + "/backup-data"
+
 // WakeRequestedAnnotation is set on a NestedCluster by capn-apiserver when
 // a /kubeconfig request arrives for a cluster that sleeps for inactivity:
 // the time of the request (RFC 3339). The provisioner wakes the cluster
@@ -122,3 +127,17 @@ var ImagePullReasons = []string{
 	"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
 	"ImageInspectError", "RegistryUnavailable",
 }
+
+// The Restored condition, on a NestedCluster created with
+// spec.restoreFrom: True once the backup is in the cluster's etcd, which
+// is when its apiserver may first start.
+const (
+	ConditionRestored = "Restored"
+	// ReasonRestoring: the backup is not written yet; everything but etcd
+	// waits at zero replicas.
+	ReasonRestoring = "Restoring"
+	// ReasonRestoreSucceeded: the backup was written.
+	ReasonRestoreSucceeded = "RestoreSucceeded"
+	// ReasonRestoreFailed is also Reconciled's reason for the failed step.
+	ReasonRestoreFailed = "RestoreFailed"
+)

@@ -41,6 +41,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&NestedClusterJoinTokenRequest{},
 		&NestedEtcdPool{},
 		&NestedEtcdPoolList{},
+		&NestedClusterBackup{},
+		&NestedClusterBackupList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	// Without this, list/watch field selectors beyond name and namespace

@@ -87,6 +87,26 @@ func (in NestedCluster) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterBackup) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterBackup"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterBackupList) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterBackupList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterBackupSpec) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterBackupSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NestedClusterBackupStatus) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.NestedClusterBackupStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NestedClusterJoinTokenRequest) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.NestedClusterJoinTokenRequest"
 }
@@ -154,6 +174,11 @@ func (in NestedEtcdPoolSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NestedEtcdPoolStatus) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.NestedEtcdPoolStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RestoreSource) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.RestoreSource"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

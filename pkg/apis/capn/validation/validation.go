@@ -67,6 +67,7 @@ func ValidateNestedClusterUpdate(newNC, oldNC *capn.NestedCluster) field.ErrorLi
 	allErrs = append(allErrs, validateNetworkUpdate(&newNC.Spec.ClusterNetwork, &oldNC.Spec.ClusterNetwork, specPath.Child("clusterNetwork"))...)
 	allErrs = append(allErrs, validateEtcdUpdate(&newNC.Spec.Etcd, &oldNC.Spec.Etcd, specPath.Child("etcd"))...)
 	allErrs = append(allErrs, validateDataPlaneUpdate(&newNC.Spec.DataPlane, &oldNC.Spec.DataPlane, specPath.Child("dataPlane"))...)
+	allErrs = append(allErrs, apimachineryvalidation.ValidateImmutableField(newNC.Spec.RestoreFrom, oldNC.Spec.RestoreFrom, specPath.Child("restoreFrom"))...)
 	// A malformed new version is already reported by the spec validation;
 	// the skew check would only repeat it.
 	if len(validateVersion(specPath.Child("version"), newNC.Spec.Version)) == 0 {
@@ -143,6 +144,7 @@ func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateDataPlane(&spec.DataPlane, fldPath.Child("dataPlane"))...)
 	allErrs = append(allErrs, validateDNS(&spec.DNS, spec.DataPlane.Mode, fldPath.Child("dns"))...)
 	allErrs = append(allErrs, validateSleep(&spec.Sleep, fldPath.Child("sleep"))...)
+	allErrs = append(allErrs, validateRestoreFrom(spec, fldPath.Child("restoreFrom"))...)
 	if spec.DataPlane.Mode == capn.DataPlaneShared {
 		allErrs = append(allErrs, validateComponent(&spec.Syncer, v1alpha1.ComponentSyncer, fldPath.Child("syncer"))...)
 	}

@@ -49,6 +49,16 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: dev.capn.capn.pkg.apis.capn.v1alpha1.NestedClusterBackup
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: dev.capn.capn.pkg.apis.capn.v1alpha1.NestedEtcdPool
   scalar: untyped
   list:

@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=capn.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("nestedclusters"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Capn().V1alpha1().NestedClusters().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("nestedclusterbackups"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Capn().V1alpha1().NestedClusterBackups().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("nestedetcdpools"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Capn().V1alpha1().NestedEtcdPools().Informer()}, nil
 

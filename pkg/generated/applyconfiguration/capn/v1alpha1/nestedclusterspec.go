@@ -54,6 +54,12 @@ type NestedClusterSpecApplyConfiguration struct {
 	Sleep *SleepSpecApplyConfiguration `json:"sleep,omitempty"`
 	// paused stops the provisioner from changing anything for this cluster.
 	Paused *bool `json:"paused,omitempty"`
+	// restoreFrom creates the cluster with the data of a Completed
+	// NestedClusterBackup in its namespace: capn writes the backup into
+	// the new cluster's etcd (managed or pooled) before its apiserver
+	// first starts. Set on create only, by whoever may get the backup;
+	// immutable.
+	RestoreFrom *RestoreSourceApplyConfiguration `json:"restoreFrom,omitempty"`
 }
 
 // NestedClusterSpecApplyConfiguration constructs a declarative configuration of the NestedClusterSpec type for use with
@@ -147,5 +153,13 @@ func (b *NestedClusterSpecApplyConfiguration) WithSleep(value *SleepSpecApplyCon
 // If called multiple times, the Paused field is set to the value of the last call.
 func (b *NestedClusterSpecApplyConfiguration) WithPaused(value bool) *NestedClusterSpecApplyConfiguration {
 	b.Paused = &value
+	return b
+}
+
+// WithRestoreFrom sets the RestoreFrom field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RestoreFrom field is set to the value of the last call.
+func (b *NestedClusterSpecApplyConfiguration) WithRestoreFrom(value *RestoreSourceApplyConfiguration) *NestedClusterSpecApplyConfiguration {
+	b.RestoreFrom = value
 	return b
 }

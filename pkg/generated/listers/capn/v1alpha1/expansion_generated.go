@@ -26,6 +26,14 @@ type NestedClusterListerExpansion interface{}
 // NestedClusterNamespaceLister.
 type NestedClusterNamespaceListerExpansion interface{}
 
+// NestedClusterBackupListerExpansion allows custom methods to be added to
+// NestedClusterBackupLister.
+type NestedClusterBackupListerExpansion interface{}
+
+// NestedClusterBackupNamespaceListerExpansion allows custom methods to be added to
+// NestedClusterBackupNamespaceLister.
+type NestedClusterBackupNamespaceListerExpansion interface{}
+
 // NestedEtcdPoolListerExpansion allows custom methods to be added to
 // NestedEtcdPoolLister.
 type NestedEtcdPoolListerExpansion interface{}

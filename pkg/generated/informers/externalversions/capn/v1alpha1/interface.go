@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// NestedClusters returns a NestedClusterInformer.
 	NestedClusters() TypedNestedClusterInformer
+	// NestedClusterBackups returns a NestedClusterBackupInformer.
+	NestedClusterBackups() TypedNestedClusterBackupInformer
 	// NestedEtcdPools returns a NestedEtcdPoolInformer.
 	NestedEtcdPools() TypedNestedEtcdPoolInformer
 }
@@ -44,6 +46,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // NestedClusters returns a TypedNestedClusterInformer.
 func (v *version) NestedClusters() TypedNestedClusterInformer {
 	return &nestedClusterInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// NestedClusterBackups returns a TypedNestedClusterBackupInformer.
+func (v *version) NestedClusterBackups() TypedNestedClusterBackupInformer {
+	return &nestedClusterBackupInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // NestedEtcdPools returns a TypedNestedEtcdPoolInformer.

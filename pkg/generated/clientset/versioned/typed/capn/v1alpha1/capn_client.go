@@ -29,6 +29,7 @@ import (
 type CapnV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	NestedClustersGetter
+	NestedClusterBackupsGetter
 	NestedEtcdPoolsGetter
 }
 
@@ -39,6 +40,10 @@ type CapnV1alpha1Client struct {
 
 func (c *CapnV1alpha1Client) NestedClusters(namespace string) NestedClusterInterface {
 	return newNestedClusters(c, namespace)
+}
+
+func (c *CapnV1alpha1Client) NestedClusterBackups(namespace string) NestedClusterBackupInterface {
+	return newNestedClusterBackups(c, namespace)
 }
 
 func (c *CapnV1alpha1Client) NestedEtcdPools() NestedEtcdPoolInterface {

@@ -20,4 +20,6 @@ package v1alpha1
 
 type NestedClusterExpansion interface{}
 
+type NestedClusterBackupExpansion interface{}
+
 type NestedEtcdPoolExpansion interface{}

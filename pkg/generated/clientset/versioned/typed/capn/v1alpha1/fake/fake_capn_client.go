@@ -32,6 +32,10 @@ func (c *FakeCapnV1alpha1) NestedClusters(namespace string) v1alpha1.NestedClust
 	return newFakeNestedClusters(c, namespace)
 }
 
+func (c *FakeCapnV1alpha1) NestedClusterBackups(namespace string) v1alpha1.NestedClusterBackupInterface {
+	return newFakeNestedClusterBackups(c, namespace)
+}
+
 func (c *FakeCapnV1alpha1) NestedEtcdPools() v1alpha1.NestedEtcdPoolInterface {
 	return newFakeNestedEtcdPools(c)
 }
