@@ -62,7 +62,19 @@ func testEtcdPodLost(t *testing.T, admin, k framework.Kubectl, kubectl, name str
 		return r.Err == nil || strings.Contains(out, "AlreadyExists"), out
 	})
 	assert.Equal(t, "yes", strings.TrimSpace(tk.MustRun(t, "", "auth", "can-i", "*", "*")), "alice is the tenant's admin again")
-	return fmt.Sprintf("%s: etcd pod lost -> Ready with the bootstrap redone and a write accepted %s", name, time.Since(lost).Round(time.Millisecond))
+	// The tenant's own controllers work again: kube-apiserver's bootstrap
+	// objects (the system: ClusterRoles and bindings kube-controller-manager
+	// needs) were lost with the data, and only a restarted apiserver writes
+	// them again. A Deployment gets its ReplicaSet only if kcm may act.
+	tk.MustRun(t, "", "create", "deployment", "after-etcd-loss", "-n", "default", "--image=registry.k8s.io/pause:3.10")
+	framework.Eventually(t, 2*time.Minute, name+"'s kube-controller-manager acts again", func() (bool, string) {
+		r := tk.Run("", "get", "replicasets", "-n", "default", "-l", "app=after-etcd-loss", "-o", "name")
+		return r.Err == nil && strings.TrimSpace(r.Stdout) != "", r.Stdout + r.Stderr
+	})
+	roles := tk.MustRun(t, "", "get", "clusterrole", "system:kube-controller-manager", "-o", "name")
+	assert.Equal(t, "clusterrole.rbac.authorization.k8s.io/system:kube-controller-manager", strings.TrimSpace(roles))
+	tk.MustRun(t, "", "delete", "deployment", "after-etcd-loss", "-n", "default")
+	return fmt.Sprintf("%s: etcd pod lost -> Ready with the bootstrap redone, kube-apiserver restarted, a write accepted and kcm acting %s", name, time.Since(lost).Round(time.Millisecond))
 }
 
 // testRootDeleted deletes tenant name's cluster CA Secret by hand. capn
@@ -115,6 +127,14 @@ func testDeleteWhileProvisioning(t *testing.T, admin, k framework.Kubectl) strin
 	})
 	ns = mgmtNamespace(t, admin, name)
 	uid := k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.metadata.uid}")
+	return fmt.Sprintf("%s: deleted while provisioning -> everything gone %s", name, deleteAndWaitGone(t, admin, k, name, ns, uid).Round(time.Millisecond))
+}
+
+// deleteAndWaitGone deletes NestedCluster name and waits until it, its
+// management namespace ns and everything labelled with its uid are gone;
+// it returns how long that took.
+func deleteAndWaitGone(t *testing.T, admin, k framework.Kubectl, name, ns, uid string) time.Duration {
+	t.Helper()
 	deleted := time.Now()
 	k.MustRun(t, "", "delete", "nc", name, "--wait=false")
 	framework.Eventually(t, 3*time.Minute, name+" and its namespaces gone", func() (bool, string) {
@@ -123,7 +143,25 @@ func testDeleteWhileProvisioning(t *testing.T, admin, k framework.Kubectl) strin
 		nsLeft := admin.Run("", "get", "namespace", ns, "-o", "name")
 		return nc.Err != nil && strings.TrimSpace(left) == "" && nsLeft.Err != nil, nc.Stdout + left + nsLeft.Stdout
 	})
-	return fmt.Sprintf("%s: deleted while provisioning -> everything gone %s", name, time.Since(deleted).Round(time.Millisecond))
+	return time.Since(deleted)
+}
+
+// testDeleteDuringUpgrade deletes tenant name while its upgrade runs: the
+// finalizer must not wait for the upgrade, and nothing may be left.
+func testDeleteDuringUpgrade(t *testing.T, e *upgradeEnv, name string) string {
+	t.Helper()
+	e.create(t, upgradeManifest(name, "v1.36.3", 1), name)
+	ns := mgmtNamespace(t, e.admin, name)
+	uid := e.k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.metadata.uid}")
+	out, errOut, err := e.nested(time.Minute, "upgrade", name, "--to", "v1.37.2")
+	require.NoError(t, err, "kubectl nested upgrade: %s%s", out, errOut)
+	framework.Eventually(t, 2*time.Minute, name+" Upgrading", func() (bool, string) {
+		r := e.k.Run("", "get", "nc", name, "-o", "jsonpath={.status.phase} {.status.upgrade.component}")
+		return r.Err == nil && strings.HasPrefix(r.Stdout, string(v1alpha1.PhaseUpgrading)+" "), r.Stdout + r.Stderr
+	})
+	step := e.k.MustRun(t, "", "get", "nc", name, "-o", "jsonpath={.status.upgrade.component}")
+	gone := deleteAndWaitGone(t, e.admin, e.k, name, ns, uid)
+	return fmt.Sprintf("%s: deleted while Upgrading (at the %s step) -> everything gone %s", name, step, gone.Round(time.Millisecond))
 }
 
 // testAPIServerKilledDuringUpgrade force-deletes tenant name's

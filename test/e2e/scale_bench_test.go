@@ -17,13 +17,9 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
@@ -121,51 +117,10 @@ const sampleEvery = 2 * time.Second
 
 func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *scaleResult {
 	b.Helper()
-	opts := clusterOptions(b)
-	// The management cluster's own limits, raised so that capn is what is
-	// measured: kube-controller-manager's client defaults to 20 QPS (a
-	// thousand clusters are ~7,000 ReplicaSets and Pods to create), and on
-	// a saturated 2-core machine kwok's node heartbeats arrive late, which
-	// the node lifecycle controller would take for dead nodes and flap
-	// every pod's readiness.
-	opts.ControllerManagerArgs = []string{"--kube-api-qps=200", "--kube-api-burst=400", "--node-monitor-grace-period=10m"}
-	opts.SchedulerArgs = []string{"--kube-api-qps=200", "--kube-api-burst=400"}
-	c := framework.StartCluster(b, opts)
-	b.Setenv("KUBECACHEDIR", b.TempDir())
-	// Room for every control-plane pod: four per cluster, each with the
-	// LimitRange's default requests.
-	pods := 250
-	nodes := (4*n)/pods + 2
-	c.StartKwok(b, framework.KwokOptions{Bin: env(b, "KWOK"), StageDir: env(b, "KWOK_STAGES"), Nodes: nodes,
-		Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("4000"), corev1.ResourceMemory: resource.MustParse("16Ti"),
-			corev1.ResourcePods: resource.MustParse(strconv.Itoa(pods)),
-		}})
-	admin := framework.Kubectl{Bin: env(b, "KUBECTL"), Kubeconfig: c.AdminKubeconfig}
-	admin.MustRun(b, "", "create", "namespace", capnNS)
-	admin.MustRun(b, "", "create", "serviceaccount", capnSA, "-n", capnNS)
-	admin.MustRun(b, "", "apply", "-k", repoFile(b, "artifacts/deploy/rbac"))
-	// The management client is capn's own service account, as in a pod.
-	sa, err := c.Client.CoreV1().ServiceAccounts(capnNS).CreateToken(context.Background(), capnSA,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](4 * 3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mgmtKubeconfig := c.TokenKubeconfig("capn-management", sa.Status.Token)
-	capn := c.StartAggregatedServer(b, env(b, "CAPN_APISERVER"), capnNS, capnSA, capnSvc, append([]string{
-		"--embedded-etcd-data-dir=" + filepath.Join(c.Dir, "capn-etcd"),
-		"--provisioner=pods", "--management-kubeconfig=" + mgmtKubeconfig,
-		"--control-plane-node-selector=type=kwok", "--control-plane-tolerations=kwok.x-k8s.io/node:NoSchedule",
-		"--orphan-sweep=false"}, capnArgs...)...)
+	k := startKwokCapn(b, (4*n)/kwokNodePods+2, capnArgs...)
+	c, capn := k.c, k.capn
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
-	if err := capn.Expose(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := capn.RegisterAPIService(ctx, "capn.dev", "v1alpha1", 1000, 15); err != nil {
-		b.Fatal(err)
-	}
-	admin.MustRun(b, "", "wait", "--for=condition=Available", "apiservice/v1alpha1.capn.dev", "--timeout=2m")
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.AdminKubeconfig)
 	if err != nil {

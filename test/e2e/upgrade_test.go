@@ -82,7 +82,7 @@ func upgradeManifest(name, version string, apiservers int) string {
 func testUpgradeOnNode(t *testing.T, e *upgradeEnv) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			dumpProvisioner(t, e.admin, []tenantCase{{name: "up"}, {name: "stuck"}, {name: "killed"}})
+			dumpProvisioner(t, e.admin, []tenantCase{{name: "up"}, {name: "stuck"}, {name: "killed"}, {name: "doomed"}})
 		}
 	})
 	framework.Eventually(t, 30*time.Second, "kubectl create of the tenants", func() (bool, string) {
@@ -147,9 +147,11 @@ func testUpgradeOnNode(t *testing.T, e *upgradeEnv) {
 	testHPA(t, e, "up")
 	testStuckUpgrade(t, e, "stuck")
 	killed := testAPIServerKilledDuringUpgrade(t, e, "killed")
+	doomed := testDeleteDuringUpgrade(t, e, "doomed")
 
 	t.Logf("numbers: upgrade v1.36.3 -> v1.37.2 with 2 apiservers: kubectl nested upgrade --wait %s; %s", took.Round(time.Millisecond), steps)
 	t.Logf("numbers: tenant traffic during the upgrade: %d requests, %d failed", total, failed)
 	t.Logf("numbers: %s", scaleNumbers)
 	t.Logf("numbers: %s", killed)
+	t.Logf("numbers: %s", doomed)
 }

@@ -178,3 +178,27 @@ func (c *Cluster) waitHealthy(p *Process, client *http.Client, url string, timeo
 	}
 	c.record(p.Name, d)
 }
+
+// RestartAPIServer stops the management kube-apiserver as a rolling
+// restart would (SIGTERM, drain) and starts it again with the same flags,
+// returning once it answers /readyz and how long it was away.
+func (c *Cluster) RestartAPIServer(t TB) time.Duration {
+	t.Helper()
+	for i, p := range c.Processes {
+		if p.Name != "kube-apiserver" {
+			continue
+		}
+		began := time.Now()
+		c.Processes[i] = p.Restart(t, false)
+		_, client, err := c.adminClients()
+		if err != nil {
+			t.Fatalf("admin client: %v", err)
+		}
+		if _, err := c.Processes[i].WaitHealthy(client, c.URL+"/readyz", 2*time.Minute); err != nil {
+			t.Fatalf("kube-apiserver after its restart: %v", err)
+		}
+		return time.Since(began)
+	}
+	t.Fatal("no kube-apiserver process in this cluster")
+	return 0
+}

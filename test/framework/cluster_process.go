@@ -25,6 +25,10 @@ type Process struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	err    error
+	// How it was started, for Restart.
+	dir, bin string
+	env, args []string
+	restarts int
 }
 
 // StartProcess runs bin with args, logging to <dir>/<name>.log. It is
@@ -39,7 +43,8 @@ func StartProcess(t TB, dir, name, bin string, args ...string) *Process {
 // ("KEY=value") on top of this process's own.
 func StartProcessEnv(t TB, dir, name, bin string, env []string, args ...string) *Process {
 	t.Helper()
-	p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), exited: make(chan struct{}),
+		dir: dir, bin: bin, env: env, args: args}
 	logFile, err := os.Create(p.Log)
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +99,23 @@ func (p *Process) Stop() (killed bool) {
 		<-p.exited
 		return true
 	}
+}
+
+// Restart ends the process, with SIGKILL when kill is set (a crash: no
+// drain, no cleanup) or as Stop does, and starts the same command line
+// again, logging to <name>-restart<N>.log. The caller uses the returned
+// Process from then on.
+func (p *Process) Restart(t TB, kill bool) *Process {
+	t.Helper()
+	if kill {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	} else {
+		p.Stop()
+	}
+	n := StartProcessEnv(t, p.dir, fmt.Sprintf("%s-restart%d", p.Name, p.restarts+1), p.bin, p.env, p.args...)
+	n.Name, n.restarts = p.Name, p.restarts+1
+	return n
 }
 
 // Exited reports whether the process has ended, with its error.

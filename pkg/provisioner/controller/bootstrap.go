@@ -148,6 +148,11 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	if err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
+	if restarted, err := c.restartAfterEtcdLoss(ctx, nc, in, p.Namespace, etcdPods); err != nil {
+		return failed(v1alpha1.ReasonApplyFailed, err)
+	} else if restarted {
+		return nil // bootstrap against the new apiserver, once it is available
+	}
 	caID := bootstrapKey(ca[corev1.TLSCertKey], etcdPods, access.BootstrapRevision())
 	ns, err := c.mgmt.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}})
 	if err != nil {
@@ -167,7 +172,7 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	done, changed := rec.done, rec.changed
 	c.mu.Unlock()
 	if done {
-		if err := c.recordBootstrap(ctx, p.Namespace, caID); err != nil {
+		if err := c.recordBootstrap(ctx, p.Namespace, caID, etcdPods); err != nil {
 			return failed(v1alpha1.ReasonTenantBootstrapFailed, err)
 		}
 		o.tenant.done, o.tenant.recorded = true, changed
@@ -225,10 +230,14 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 
 // recordBootstrap writes TenantBootstrapAnnotation on the management
 // namespace as BootstrapFieldManager: a namespace apply with only that.
-func (c *Controller) recordBootstrap(ctx context.Context, namespace, caID string) error {
+func (c *Controller) recordBootstrap(ctx context.Context, namespace, caID string, etcdPods []string) error {
+	annotations := map[string]string{TenantBootstrapAnnotation: caID}
+	if len(etcdPods) > 0 {
+		annotations[TenantEtcdPodsAnnotation] = joinSorted(etcdPods)
+	}
 	ns := &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: namespace, Annotations: map[string]string{TenantBootstrapAnnotation: caID}},
+		ObjectMeta: metav1.ObjectMeta{Name: namespace, Annotations: annotations},
 	}
 	if _, err := c.mgmt.Apply(ctx, BootstrapFieldManager, ns); err != nil {
 		return fmt.Errorf("recording the bootstrap on namespace %s: %w", namespace, err)
