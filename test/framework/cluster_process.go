@@ -26,9 +26,9 @@ type Process struct {
 	exited chan struct{}
 	err    error
 	// How it was started, for Restart.
-	dir, bin string
+	dir, bin  string
 	env, args []string
-	restarts int
+	restarts  int
 }
 
 // StartProcess runs bin with args, logging to <dir>/<name>.log. It is
