@@ -73,7 +73,6 @@ test: test-unit test-fuzz-smoke test-e2e bench-scale-smoke bench-api-smoke bench
 # (8 clusters, 4 kills). FAULTS_SEED replays a run.
 FAULTS_N ?= 50
 FAULTS_KILLS ?= 20
-FAULTS_WINDOW ?= 300
 FAULTS_SEED ?= 14
 
 .PHONY: test-faults
@@ -81,7 +80,7 @@ test-faults: deps build tools ## The fault matrix on kwok: capn-apiserver SIGKIL
 	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) \
 	KWOK=$$(hack/build-tools.sh --print-path kwok) \
 	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
-	CAPN_FAULTS_N=$(FAULTS_N) CAPN_FAULTS_KILLS=$(FAULTS_KILLS) CAPN_FAULTS_WINDOW_SECONDS=$(FAULTS_WINDOW) CAPN_FAULTS_SEED=$(FAULTS_SEED) \
+	CAPN_FAULTS_N=$(FAULTS_N) CAPN_FAULTS_KILLS=$(FAULTS_KILLS) CAPN_FAULTS_SEED=$(FAULTS_SEED) \
 		go test -tags e2e -count=1 -timeout 60m -v -run '^TestFaultMatrix$$' ./test/e2e/
 
 .PHONY: test-unit

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +47,11 @@ func TestFaultMatrix(t *testing.T) {
 	n := intEnv(t, "CAPN_FAULTS_N", 8)
 	kills := intEnv(t, "CAPN_FAULTS_KILLS", 4)
 	seed := uint64(intEnv(t, "CAPN_FAULTS_SEED", 14))
-	window := time.Duration(intEnv(t, "CAPN_FAULTS_WINDOW_SECONDS", 90)) * time.Second
+	// The operations are spread over the window; the faults follow one
+	// another at seeded gaps of 1–10 s after the previous one is over (a
+	// killed capn-apiserver serves again only once its embedded-etcd Lease
+	// expires, about 15 s), so that they land at every stage of the work.
+	window := time.Duration(intEnv(t, "CAPN_FAULTS_WINDOW_SECONDS", 25*(kills+1))) * time.Second
 	rng := rand.New(rand.NewPCG(seed, seed))
 	t.Logf("numbers: fault matrix: seed %d, %d NestedClusters, %d capn kills and 1 management kube-apiserver restart over %s", seed, n, kills, window)
 
@@ -61,7 +64,7 @@ func TestFaultMatrix(t *testing.T) {
 	ncs := client.CapnV1alpha1().NestedClusters("default")
 
 	// The plan, from the seed: what happens to each cluster, and when each
-	// fault strikes (offsets into the window, sorted; one of them is the
+	// fault strikes (gaps after the previous fault is over; one of them is the
 	// management apiserver's restart).
 	plans := make([]*faultPlan, n)
 	for i := range plans {
@@ -78,30 +81,50 @@ func TestFaultMatrix(t *testing.T) {
 		}
 		plans[i] = p
 	}
-	offsets := make([]time.Duration, kills+1)
-	for i := range offsets {
-		offsets[i] = time.Duration(rng.Int64N(int64(window)))
+	gaps := make([]time.Duration, kills+1)
+	for i := range gaps {
+		gaps[i] = time.Second + time.Duration(rng.Int64N(int64(9*time.Second)))
 	}
-	slices.Sort(offsets)
-	restartAt := rng.IntN(len(offsets))
+	restartAt := rng.IntN(len(gaps))
 
 	// Every request is retried until it succeeds, as a client would while
 	// capn is away; failed attempts are counted for the note.
-	var failed atomic.Int64
+	var (
+		failed  atomic.Int64
+		mu      sync.Mutex
+		reasons = map[string]int{} // why requests failed, by HTTP reason
+	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	// retry runs in the operations' goroutines: it must not fail the test
+	// from there, so a request that never succeeds is an error, reported.
 	retry := func(what string, fn func() error) {
-		framework.Eventually(t, 3*time.Minute, what, func() (bool, string) {
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
 			err := fn()
-			if err != nil {
-				failed.Add(1)
-				return false, err.Error()
+			if err == nil {
+				return
 			}
-			return true, ""
-		})
+			failed.Add(1)
+			mu.Lock()
+			reasons[string(apierrors.ReasonForError(err))]++
+			mu.Unlock()
+			if time.Now().After(deadline) {
+				t.Errorf("%s: still failing after 5m: %v", what, err)
+				return
+			}
+			time.Sleep(200 * time.Millisecond) // polling a request with its own deadline
+		}
 	}
-	var phase atomic.Value
-	phase.Store("create")
+	var done atomic.Int64
+	total := 0
+	for _, p := range plans {
+		total++ // the create
+		if p.scale || p.upgrade || p.deleted {
+			total++ // one change or the delete
+		}
+	}
+	phase := func() string { return fmt.Sprintf("%d/%d operations done", done.Load(), total) }
 
 	// Honest status throughout: sampled every 2 s until the end.
 	var lies []string
@@ -127,44 +150,75 @@ func TestFaultMatrix(t *testing.T) {
 		}
 	}()
 
+	// throughAggregator waits until a NestedClusters list goes through the
+	// aggregator again: the next fault waits for it, so that operations go
+	// on between faults. (The aggregator marks the APIService unavailable
+	// when capn dies and checks it again on its own schedule; until then
+	// it answers 503 for a capn that already serves.)
+	throughAggregator := func() time.Duration {
+		began := time.Now()
+		for time.Since(began) < 3*time.Minute {
+			if _, err := ncs.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond) // polling with its own deadline
+		}
+		return time.Since(began)
+	}
+
 	// The faults, on their own clock.
 	start := time.Now()
 	var faultLog []string
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
-		for i, at := range offsets {
-			time.Sleep(time.Until(start.Add(at)))
+		for i, gap := range gaps {
+			time.Sleep(gap)
+			at := time.Since(start)
 			if i == restartAt {
+				during := phase()
+				began := time.Now()
 				away := k.c.RestartAPIServer(t)
-				faultLog = append(faultLog, fmt.Sprintf("%s: management kube-apiserver restarted during %s (away %s)", at.Round(time.Second), phase.Load(), away.Round(time.Millisecond)))
+				throughAggregator()
+				faultLog = append(faultLog, fmt.Sprintf("%s: management kube-apiserver restarted during %s; ready again after %s, capn answering through it after %s",
+					at.Round(time.Second), during, away.Round(time.Millisecond), time.Since(began).Round(time.Millisecond)))
 				continue
 			}
+			during := phase()
 			killed := time.Now()
 			k.capn.Process = k.capn.Process.Restart(t, true)
-			if _, err := k.capn.WaitHealthy(k.capn.HTTPClient(nil), k.capn.URL+"/readyz", 3*time.Minute); err != nil {
+			ready, err := k.capn.WaitHealthy(k.capn.HTTPClient(nil), k.capn.URL+"/readyz", 3*time.Minute)
+			if err != nil {
 				t.Errorf("capn-apiserver after kill %d: %v", i, err)
 				return
 			}
-			faultLog = append(faultLog, fmt.Sprintf("%s: capn-apiserver SIGKILLed during %s, serving again %s later", at.Round(time.Second), phase.Load(), time.Since(killed).Round(time.Millisecond)))
+			throughAggregator()
+			faultLog = append(faultLog, fmt.Sprintf("%s: capn-apiserver SIGKILLed during %s; ready again after %s, answering through the aggregator after %s",
+				at.Round(time.Second), during, ready.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond)))
 		}
 	}()
 
-	// The operations: create all, then scale, upgrade and delete, each
-	// wave once the previous one is written (not converged: the faults
-	// strike while capn works).
+	// The operations, on the same clock as the faults, so that faults
+	// strike between and during them: each cluster is created in the
+	// first third of the window, then changed (scaled, upgraded) or
+	// deleted at a seeded time after its create, each cluster in its own
+	// goroutine, as independent clients would. A change may reach a
+	// cluster that is not available yet; that is part of the matrix.
 	older, newer := "v1.36.3", "v1.37.2"
 	var wg sync.WaitGroup
 	for _, p := range plans {
+		created := time.Duration(rng.Int64N(int64(window / 3)))
+		later := created + time.Duration(rng.Int64N(int64(window/2)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			time.Sleep(time.Until(start.Add(created)))
 			nc := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{Name: p.name}}
 			nc.Spec.Version = older
 			nc.Spec.DataPlane.Mode = v1alpha1.DataPlaneNone
 			retry("create "+p.name, func() error {
 				got, err := ncs.Create(ctx, nc, metav1.CreateOptions{})
-				if apierrors.IsAlreadyExists(err) {
+				if apierrors.IsAlreadyExists(err) { // the create went through before capn died
 					got, err = ncs.Get(ctx, p.name, metav1.GetOptions{})
 				}
 				if err == nil {
@@ -172,56 +226,38 @@ func TestFaultMatrix(t *testing.T) {
 				}
 				return err
 			})
+			done.Add(1)
+			time.Sleep(time.Until(start.Add(later)))
+			switch {
+			case p.deleted:
+				retry("delete "+p.name, func() error {
+					err := ncs.Delete(ctx, p.name, metav1.DeleteOptions{})
+					if apierrors.IsNotFound(err) {
+						return nil
+					}
+					return err
+				})
+				done.Add(1)
+			case p.scale || p.upgrade:
+				retry("change "+p.name, func() error {
+					nc, err := ncs.Get(ctx, p.name, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if p.scale {
+						nc.Spec.APIServer.Replicas = ptr.To[int32](2)
+					}
+					if p.upgrade {
+						nc.Spec.Version = newer
+					}
+					_, err = ncs.Update(ctx, nc, metav1.UpdateOptions{})
+					return err
+				})
+				done.Add(1)
+			}
 		}()
 	}
 	wg.Wait()
-	// Let provisioning get under way before the spec changes.
-	framework.Eventually(t, 5*time.Minute, "half the clusters available", func() (bool, string) {
-		list, err := ncs.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		avail := 0
-		for i := range list.Items {
-			if allAvailable(&list.Items[i]) {
-				avail++
-			}
-		}
-		return avail >= n/2, fmt.Sprintf("%d/%d available", avail, n)
-	})
-	phase.Store("scale and upgrade")
-	for _, p := range plans {
-		if !p.scale && !p.upgrade {
-			continue
-		}
-		retry("change "+p.name, func() error {
-			nc, err := ncs.Get(ctx, p.name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if p.scale {
-				nc.Spec.APIServer.Replicas = ptr.To[int32](2)
-			}
-			if p.upgrade {
-				nc.Spec.Version = newer
-			}
-			_, err = ncs.Update(ctx, nc, metav1.UpdateOptions{})
-			return err
-		})
-	}
-	phase.Store("delete")
-	for _, p := range plans {
-		if p.deleted {
-			retry("delete "+p.name, func() error {
-				err := ncs.Delete(ctx, p.name, metav1.DeleteOptions{})
-				if apierrors.IsNotFound(err) {
-					return nil
-				}
-				return err
-			})
-		}
-	}
-	phase.Store("convergence")
 	<-faultsDone
 	lastFault := time.Now()
 
@@ -237,8 +273,8 @@ func TestFaultMatrix(t *testing.T) {
 	for _, l := range faultLog {
 		t.Logf("numbers: fault matrix: %s", l)
 	}
-	t.Logf("numbers: fault matrix: converged %s after the last fault; %d client requests failed while capn was away and succeeded on retry; 0 lost, 0 orphaned, 0 duplicates",
-		took.Round(time.Millisecond), failed.Load())
+	t.Logf("numbers: fault matrix: converged %s after the last fault; %d client requests failed while capn or the management apiserver was away (by reason: %v) and succeeded on retry; 0 lost, 0 orphaned, 0 duplicates",
+		took.Round(time.Millisecond), failed.Load(), reasons)
 }
 
 // faultPlan is what the matrix does to one cluster.

@@ -16,10 +16,11 @@ import (
 )
 
 // kube-apiserver writes its own bootstrap objects (the system: RBAC that
-// kcm and the scheduler act with) only when it starts: after a one-member
-// EmptyDir or Memory etcd came back empty, capn restarts the apiservers
-// that started before it, once, and never on a new cluster, a PVC etcd or
-// an etcd that did not change.
+// kcm and the scheduler act with) only when it starts, and the other
+// components cache the old etcd's resourceVersions: after a one-member
+// EmptyDir or Memory etcd came back empty, capn restarts the control-plane
+// pods that started before it (never etcd's), once, and never on a new
+// cluster, a PVC etcd or an etcd that did not change.
 func TestApiserverRestartsAfterEtcdLoss(t *testing.T) {
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(testNow.Add(d)) }
 	pod := func(ns, name, component, uid string, created metav1.Time, nc *v1alpha1.NestedCluster) *corev1.Pod {
@@ -48,18 +49,19 @@ func TestApiserverRestartsAfterEtcdLoss(t *testing.T) {
 			}
 			f := newFixture(t, nc, namespace,
 				pod(ns, "etcd-0", v1alpha1.ComponentEtcd, "new-etcd", at(0), nc),
-				pod(ns, "kube-apiserver-1", v1alpha1.ComponentAPIServer, "api", at(tc.apiAge), nc))
+				pod(ns, "kube-apiserver-1", v1alpha1.ComponentAPIServer, "api", at(tc.apiAge), nc),
+				pod(ns, "kube-controller-manager-1", v1alpha1.ComponentControllerManager, "kcm", at(tc.apiAge), nc))
 			restarted, err := f.c.restartAfterEtcdLoss(context.Background(), nc, nc, ns, []string{"new-etcd"})
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, restarted)
 			left, err := f.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
 			if tc.want {
-				assert.Len(t, left.Items, 1, "the apiserver pod is deleted, etcd's is not")
+				assert.Len(t, left.Items, 1, "the apiserver and kcm pods are deleted, etcd's is not")
 				assert.Equal(t, "etcd-0", left.Items[0].Name)
 				assert.Contains(t, <-f.recorder.Events, "EtcdDataLost")
 			} else {
-				assert.Len(t, left.Items, 2)
+				assert.Len(t, left.Items, 3)
 			}
 		})
 	}
