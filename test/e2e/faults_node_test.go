@@ -74,7 +74,7 @@ func testEtcdPodLost(t *testing.T, admin, k framework.Kubectl, kubectl, name str
 	roles := tk.MustRun(t, "", "get", "clusterrole", "system:kube-controller-manager", "-o", "name")
 	assert.Equal(t, "clusterrole.rbac.authorization.k8s.io/system:kube-controller-manager", strings.TrimSpace(roles))
 	tk.MustRun(t, "", "delete", "deployment", "after-etcd-loss", "-n", "default")
-	return fmt.Sprintf("%s: etcd pod lost -> Ready with the bootstrap redone, kube-apiserver restarted, a write accepted and kcm acting %s", name, time.Since(lost).Round(time.Millisecond))
+	return fmt.Sprintf("%s: etcd pod lost -> Ready with the control plane restarted, the bootstrap redone, a write accepted and kcm acting %s", name, time.Since(lost).Round(time.Millisecond))
 }
 
 // testRootDeleted deletes tenant name's cluster CA Secret by hand. capn
