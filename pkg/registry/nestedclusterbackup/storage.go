@@ -29,25 +29,18 @@ type Storage struct {
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, adminGroups []string) (Storage, error) {
 	strategy := backupStrategy{scheme, names.SimpleNameGenerator, adminGroups}
 	status := statusStrategy{strategy}
-	store := &genericregistry.Store{
+	store, statusREST, err := subresource.Stores(&genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &capn.NestedClusterBackup{} },
 		NewListFunc:               func() runtime.Object { return &capn.NestedClusterBackupList{} },
 		PredicateFunc:             match,
 		DefaultQualifiedResource:  capn.Resource("nestedclusterbackups"),
 		SingularQualifiedResource: capn.Resource("nestedclusterbackup"),
-		CreateStrategy:            strategy,
-		UpdateStrategy:            strategy,
-		DeleteStrategy:            strategy,
-		ResetFieldsStrategy:       strategy,
 		TableConvertor:            tableConvertor{},
-	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: getAttrs}); err != nil {
+	}, strategy, status, optsGetter, getAttrs)
+	if err != nil {
 		return Storage{}, err
 	}
-	statusStore := *store
-	statusStore.UpdateStrategy = status
-	statusStore.ResetFieldsStrategy = status
-	return Storage{Backup: &REST{store}, Status: &StatusREST{Store: &statusStore}}, nil
+	return Storage{Backup: &REST{store}, Status: statusREST}, nil
 }
 
 // REST is the main resource.

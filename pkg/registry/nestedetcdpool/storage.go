@@ -38,25 +38,18 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, a 
 	}
 	strategy := poolStrategy{scheme, names.SimpleNameGenerator, a}
 	status := statusStrategy{strategy}
-	store := &genericregistry.Store{
+	store, statusREST, err := subresource.Stores(&genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &capn.NestedEtcdPool{} },
 		NewListFunc:               func() runtime.Object { return &capn.NestedEtcdPoolList{} },
 		PredicateFunc:             match,
 		DefaultQualifiedResource:  capn.Resource("nestedetcdpools"),
 		SingularQualifiedResource: capn.Resource("nestedetcdpool"),
-		CreateStrategy:            strategy,
-		UpdateStrategy:            strategy,
-		DeleteStrategy:            strategy,
-		ResetFieldsStrategy:       strategy,
 		TableConvertor:            tableConvertor{},
-	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: getAttrs}); err != nil {
+	}, strategy, status, optsGetter, getAttrs)
+	if err != nil {
 		return Storage{}, err
 	}
-	statusStore := *store
-	statusStore.UpdateStrategy = status
-	statusStore.ResetFieldsStrategy = status
-	return Storage{Pool: &REST{store}, Status: &StatusREST{Store: &statusStore}}, nil
+	return Storage{Pool: &REST{store}, Status: statusREST}, nil
 }
 
 // REST is the main nestedetcdpools resource.

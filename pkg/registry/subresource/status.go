@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -58,4 +60,32 @@ func NewTable(obj runtime.Object, columns []metav1.TableColumnDefinition) *metav
 		table.ResourceVersion = m.GetResourceVersion()
 	}
 	return table
+}
+
+// Strategy is what a capn resource's store needs of its strategy.
+type Strategy interface {
+	rest.RESTCreateStrategy
+	rest.RESTUpdateStrategy
+	rest.RESTDeleteStrategy
+	rest.ResetFieldsStrategy
+}
+
+// StatusStrategy is the /status view's strategy.
+type StatusStrategy interface {
+	rest.RESTUpdateStrategy
+	rest.ResetFieldsStrategy
+}
+
+// Stores completes the store of one capn resource, with strategy for the
+// main resource, and returns it with its /status view, which shares the
+// store's keys and uses status for updates.
+func Stores(store *genericregistry.Store, strategy Strategy, status StatusStrategy, optsGetter generic.RESTOptionsGetter, attrs storage.AttrFunc) (*genericregistry.Store, *StatusREST, error) {
+	store.CreateStrategy, store.UpdateStrategy, store.DeleteStrategy, store.ResetFieldsStrategy = strategy, strategy, strategy, strategy
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: attrs}); err != nil {
+		return nil, nil, err
+	}
+	statusStore := *store
+	statusStore.UpdateStrategy = status
+	statusStore.ResetFieldsStrategy = status
+	return store, &StatusREST{Store: &statusStore}, nil
 }
