@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +112,9 @@ func (e *aggregatedEnv) testKubectl(t *testing.T) {
 	// Discovery is aggregated from capn asynchronously after Available.
 	framework.Eventually(t, 30*time.Second, "api-resources to list nestedclusters", func() (bool, string) {
 		r := k.Run("", "api-resources", "--api-group", "capn.dev", "--no-headers")
-		return r.Err == nil && strings.HasPrefix(r.Stdout, "nestedclusters "), r.Stdout + r.Stderr
+		// Sorted by name: nestedclusterbackups comes first.
+		return r.Err == nil && slices.ContainsFunc(strings.Split(r.Stdout, "\n"), func(l string) bool { return strings.HasPrefix(l, "nestedclusters ") }),
+			r.Stdout + r.Stderr
 	})
 
 	out := k.MustRun(t, "", "create", "-f", repoFile(t, "artifacts/examples/nestedcluster.yaml"))
