@@ -44,6 +44,11 @@ type Options struct {
 	EmbeddedEtcdDataDir string
 	// AlternateDNS are extra names for the self-signed serving certificate.
 	AlternateDNS []string
+	// ShutdownDelay keeps serving after SIGTERM while /readyz fails, so that
+	// endpoints, kube-proxy and the aggregator stop routing to a replica
+	// before its listener closes: without it, a rolling update or a deleted
+	// pod fails the requests already on their way to it.
+	ShutdownDelay time.Duration
 
 	// Provisioner is how NestedClusters become control planes: "none"
 	// (store only) or "pods" (the provisioner controller, experimental).
@@ -156,6 +161,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"In --standalone mode, where to write the admin kubeconfig (default: <cert-dir>/admin.kubeconfig).")
 	fs.StringVar(&o.EmbeddedEtcdDataDir, "embedded-etcd-data-dir", o.EmbeddedEtcdDataDir,
 		"Data directory of the embedded etcd, used when --etcd-servers is empty. Use --etcd-servers with a real etcd cluster in production.")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay,
+		"After SIGTERM, keep serving this long with /readyz failing before the listener closes, so that load balancers and the aggregator move to another replica first. Keep the pod's terminationGracePeriodSeconds above it. 0 (the default) suits one replica.")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names for the self-signed serving certificate.")
 	fs.StringVar(&o.Provisioner, "provisioner", o.Provisioner,
@@ -241,6 +248,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, r.Etcd.Validate()...)
 	} else if o.EmbeddedEtcdDataDir == "" {
 		errs = append(errs, fmt.Errorf("--embedded-etcd-data-dir must be set when --etcd-servers is empty"))
+	}
+	if o.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay-duration must not be negative"))
 	}
 	errs = append(errs, r.SecureServing.Validate()...)
 	errs = append(errs, r.Authentication.Validate()...)

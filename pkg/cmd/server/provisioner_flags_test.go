@@ -2,6 +2,7 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,4 +54,10 @@ func TestRenewalThresholdBelowLeafLifetime(t *testing.T) {
 	if err != nil {
 		assert.NotContains(t, err.Error(), "--cert-renewal-threshold")
 	}
+}
+
+func TestShutdownDelayFlag(t *testing.T) {
+	assert.Zero(t, parse(t).ShutdownDelay, "one replica has nobody to hand over to")
+	assert.Equal(t, 10*time.Second, parse(t, "--shutdown-delay-duration=10s").ShutdownDelay)
+	assert.ErrorContains(t, parse(t, "--shutdown-delay-duration=-1s").Validate(), "--shutdown-delay-duration must not be negative")
 }
