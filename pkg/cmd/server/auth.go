@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/path"
 	authzunion "k8s.io/apiserver/pkg/authorization/union"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -50,6 +53,24 @@ func rejectAnonymous(inner authenticator.Request) authenticator.Request {
 			return nil, false, nil
 		}
 		return resp, ok, err
+	})
+}
+
+// frontProxyCAReady fails /readyz until the front-proxy client CA is
+// loaded. The delegated authenticator reads it from the ConfigMap
+// kube-system/extension-apiserver-authentication through an informer that
+// starts with the server, and until that informer syncs it verifies no
+// front-proxy certificate: the aggregator's requests, identity headers and
+// all, are then anonymous, and capn answers them 401. The HA e2e saw this on
+// a replica that had just become ready (a user's GET failed). Not ready
+// keeps the replica out of its Service's endpoints, so the aggregator sends
+// it nothing until it can authenticate.
+func frontProxyCAReady(ca dynamiccertificates.CAContentProvider) healthz.HealthChecker {
+	return healthz.NamedCheck("front-proxy-ca", func(*http.Request) error {
+		if _, ok := ca.VerifyOptions(); !ok {
+			return errors.New("the front-proxy client CA (requestheader-client-ca-file of kube-system/extension-apiserver-authentication) is not loaded yet")
+		}
+		return nil
 	})
 }
 

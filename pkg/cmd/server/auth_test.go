@@ -1,14 +1,26 @@
 package server
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/kubernetes/fake"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 func fixedUser(name string) authenticator.Request {
@@ -113,4 +125,35 @@ func TestOptionsValidate(t *testing.T) {
 	if o.Recommended.Authentication != nil || o.Recommended.CoreAPI != nil {
 		t.Error("standalone kept options that need a core kube-apiserver")
 	}
+}
+
+// The upstream ConfigMap CA controller that holds the front-proxy CA loads
+// nothing in RunOnce (its lister is empty until its informer runs), which
+// is the window frontProxyCAReady keeps capn unready through.
+func TestFrontProxyCAReady(t *testing.T) {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "extension-apiserver-authentication"},
+		Data:       map[string]string{"requestheader-client-ca-file": string(testCAPEM(t))},
+	}
+	fromConfigMap, err := dynamiccertificates.NewDynamicCAFromConfigMapController("client-ca", cm.Namespace, cm.Name,
+		"requestheader-client-ca-file", fake.NewClientset(cm))
+	require.NoError(t, err)
+	require.NoError(t, fromConfigMap.RunOnce(context.Background()))
+	err = frontProxyCAReady(fromConfigMap).Check(nil)
+	require.Error(t, err, "the CA is not loaded before the informer runs")
+	assert.Contains(t, err.Error(), "not loaded yet")
+
+	loaded, err := dynamiccertificates.NewStaticCAContent("front-proxy", testCAPEM(t))
+	require.NoError(t, err)
+	assert.NoError(t, frontProxyCAReady(loaded).Check(nil))
+	assert.Equal(t, "front-proxy-ca", frontProxyCAReady(loaded).Name())
+}
+
+func testCAPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "front-proxy-ca"}, key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
 }

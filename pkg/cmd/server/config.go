@@ -54,6 +54,7 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 	// the request timeout (60s), past a pod's default termination grace
 	// period, so the process is killed instead of exiting cleanly.
 	cfg.ShutdownWatchTerminationGracePeriod = 5 * time.Second
+	cfg.ShutdownDelayDuration = o.ShutdownDelay
 
 	if o.Standalone {
 		token, err := newAdminToken()
@@ -72,6 +73,9 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 		// capn refuses them outright, except on the health endpoints that
 		// kubelet probes call without credentials.
 		cfg.Authentication.Authenticator = rejectAnonymous(cfg.Authentication.Authenticator)
+		if rh := cfg.Authentication.RequestHeaderConfig; rh != nil {
+			cfg.AddReadyzChecks(frontProxyCAReady(rh.CAContentProvider))
+		}
 	}
 	out := &apiserver.Config{GenericConfig: cfg, FinalizerAdminGroups: o.FinalizerAdminGroups}
 	if o.Provisioner == ProvisionerPods {
