@@ -83,6 +83,14 @@ test-faults: deps build tools ## The fault matrix on kwok: capn-apiserver SIGKIL
 	CAPN_FAULTS_N=$(FAULTS_N) CAPN_FAULTS_KILLS=$(FAULTS_KILLS) CAPN_FAULTS_SEED=$(FAULTS_SEED) \
 		go test -tags e2e -count=1 -timeout 60m -v -run '^TestFaultMatrix$$' ./test/e2e/
 
+# The HA e2e (issue 14); test-e2e runs it with 1 round.
+HA_ROUNDS ?= 3
+
+.PHONY: test-ha
+test-ha: deps build tools images ## capn from the HA overlay (2 replicas, 3-member TLS etcd) on a real node: HA_ROUNDS rounds of deleting the provisioning leader's pod and the etcd leader's pod under a GET/LIST/UPDATE loop through the aggregator; 0 failed reads, every write retried to success.
+	$(CLUSTER_ENV) CAPN_HA_ROUNDS=$(HA_ROUNDS) \
+		go test -tags e2e -count=1 -timeout 30m -v -run '^TestCapnHAOnNode$$' ./test/e2e/
+
 .PHONY: test-unit
 test-unit: ## Unit tests and storage tests on a real embedded etcd.
 	go test $(GO_TEST_FLAGS) ./...

@@ -162,13 +162,8 @@ func writeCapnServingCerts(t TB, dir string) *CA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := writeFiles(dir, map[string][]byte{"tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM, "ca.crt": ca.CertPEM}); err != nil {
 		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{"tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM, "ca.crt": ca.CertPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return ca
 }
@@ -183,21 +178,29 @@ func prepareCapnDevEtcdDir(t TB, n *Node) {
 	if entries, _ := os.ReadDir(CapnDevEtcdDir); len(entries) > 0 {
 		t.Logf("removing data left in %s by an earlier run", CapnDevEtcdDir)
 	}
-	if err := os.RemoveAll(parent); err != nil {
-		t.Fatal(err)
-	}
-	n.AfterTeardown(func() error {
-		if err := os.RemoveAll(parent); err != nil {
-			return fmt.Errorf("removing %s: %w", parent, err)
-		}
-		return nil
-	})
+	removeNowAndAfterTeardown(t, n, parent)
 	if err := os.MkdirAll(CapnDevEtcdDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(CapnDevEtcdDir, capnUID, capnUID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// removeNowAndAfterTeardown removes dir, so that a deployment starts with
+// no data left by an earlier run, and again after n's teardown, once no
+// container uses it.
+func removeNowAndAfterTeardown(t TB, n *Node, dir string) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	n.AfterTeardown(func() error {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing %s: %w", dir, err)
+		}
+		return nil
+	})
 }
 
 // addCapnArgs adds a JSON patch to the dev overlay at dir that appends args
