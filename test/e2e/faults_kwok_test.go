@@ -274,6 +274,8 @@ func TestFaultMatrix(t *testing.T) {
 	// Converged: every check at once, polled with a deadline.
 	framework.Eventually(t, 10*time.Minute, "every cluster converged after the last fault", func() (bool, string) {
 		problems := converged(ctx, k, ncs, plans, older, newer)
+		// A management component that died is the answer to "why not".
+		problems = append(k.c.ExitedProcesses(), problems...)
 		return len(problems) == 0, strings.Join(problems, "; ")
 	})
 	took := time.Since(lastFault)

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -55,6 +56,8 @@ type Cluster struct {
 	FrontProxyClient KeyPair
 	// Processes are the components in start order.
 	Processes []*Process
+	// Kwok is the kwok process StartKwok started, if any.
+	Kwok *Process
 	// Startup is each component's time from exec to healthy, plus "total".
 	Startup map[string]time.Duration
 
@@ -195,4 +198,20 @@ func freePortOn(t TB, ip net.IP) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ExitedProcesses names each of c's processes (kwok's too) that has ended,
+// and how: a component that died leaves the cluster silently stuck, which
+// a test waiting for convergence should say rather than time out on.
+func (c *Cluster) ExitedProcesses() []string {
+	var out []string
+	for _, p := range append(append([]*Process(nil), c.Processes...), c.Kwok) {
+		if p == nil {
+			continue
+		}
+		if exited, err := p.Exited(); exited {
+			out = append(out, fmt.Sprintf("%s exited (%v); its log: %s", p.Name, err, p.Log))
+		}
+	}
+	return out
 }

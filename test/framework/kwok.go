@@ -118,6 +118,7 @@ func (c *Cluster) StartKwok(t TB, opts KwokOptions) []string {
 		return ready == len(names), fmt.Sprintf("%d/%d Ready", ready, len(names))
 	})
 	t.Logf("%d kwok nodes Ready in %s", len(names), time.Since(start).Round(time.Millisecond))
+	c.Kwok = kwok
 	return names
 }
 
