@@ -87,7 +87,7 @@ test-faults: deps build tools ## The fault matrix on kwok: capn-apiserver SIGKIL
 HA_ROUNDS ?= 3
 
 .PHONY: test-ha
-test-ha: deps build tools images ## capn from the HA overlay (2 replicas, 3-member TLS etcd) on a real node: HA_ROUNDS rounds of deleting the provisioning leader's pod and the etcd leader's pod under a GET/LIST/UPDATE loop through the aggregator; 0 failed reads, every write retried to success.
+test-ha: deps build tools images ## capn from the HA overlay (2 replicas, 3-member TLS etcd) on a real node: HA_ROUNDS rounds of evicting the provisioning leader's pod and the etcd leader's pod (PDBs refusing a second) under a GET/LIST/UPDATE loop through the aggregator; 0 failed reads, every write retried to success.
 	$(CLUSTER_ENV) CAPN_HA_ROUNDS=$(HA_ROUNDS) \
 		go test -tags e2e -count=1 -timeout 30m -v -run '^TestCapnHAOnNode$$' ./test/e2e/
 

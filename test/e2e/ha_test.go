@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,8 +32,9 @@ import (
 // TestCapnHAOnNode deploys capn from the HA overlay (two capn-apiserver
 // replicas on a three-member TLS etcd) onto a real node, and runs a client
 // loop of nestedclusters GET, LIST and UPDATE through the aggregator while,
-// in each round, the provisioning leader's pod is deleted and then the etcd
-// leader's pod. It requires no failed read, every write to succeed once
+// in each round, the provisioning leader's pod is evicted (as a drain
+// does) and then the etcd leader's pod; a second eviction right after each
+// must be refused by the PodDisruptionBudgets. It requires no failed read, every write to succeed once
 // retried (conflicts and server errors alike, as a client does), the
 // provisioner's Lease to move to the other replica, the new leader to
 // provision, and no NestedCluster lost.
@@ -106,31 +108,33 @@ func TestCapnHAOnNode(t *testing.T) {
 
 	var failovers, etcdRecoveries, capnRecoveries []time.Duration
 	for r := range rounds {
-		// The provisioning leader's pod, deleted as a drain or a rollout
-		// would (SIGTERM, then --shutdown-delay-duration of serving).
+		// The provisioning leader's pod, evicted as a drain does (SIGTERM,
+		// then --shutdown-delay-duration of serving); the other replica,
+		// right after, is refused by the PodDisruptionBudget.
 		leader := provisionerLeader(ctx, t, c)
-		deleted := time.Now()
-		admin.MustRun(t, "", "delete", "pod", "-n", capnNS, leader, "--wait=false")
+		evicted := evictPod(ctx, t, c, leader)
+		refuseEviction(ctx, t, c, framework.CapnPodSelector, leader)
 		var next string
 		framework.Eventually(t, time.Minute, "the provisioner's Lease held by another replica", func() (bool, string) {
 			next = provisionerLeader(ctx, t, c)
 			return next != "" && next != leader, "holder " + next
 		})
-		failovers = append(failovers, time.Since(deleted))
+		failovers = append(failovers, time.Since(evicted))
 		waitReadyPods(ctx, t, c, framework.CapnPodSelector, 2, leader)
-		capnRecoveries = append(capnRecoveries, time.Since(deleted))
+		capnRecoveries = append(capnRecoveries, time.Since(evicted))
 		// The new leader provisions.
 		name := fmt.Sprintf("ha-round-%d", r)
 		createAsleep(name)
 		waitSleeping(name)
 
-		// The etcd leader's pod: the worst member to lose.
+		// The etcd leader's pod, the worst member to lose; a second
+		// member, right after, is refused: that would lose the quorum.
 		member := etcdLeader(ctx, t, c)
-		deleted = time.Now()
-		admin.MustRun(t, "", "delete", "pod", "-n", capnNS, member, "--wait=false")
+		evicted = evictPod(ctx, t, c, member)
+		refuseEviction(ctx, t, c, framework.CapnEtcdPodSelector, member)
 		waitReadyPods(ctx, t, c, framework.CapnEtcdPodSelector, framework.CapnEtcdMembers, "")
-		etcdRecoveries = append(etcdRecoveries, time.Since(deleted))
-		t.Logf("round %d: deleted capn pod %s (provisioner leader; %s took over after %s), etcd leader %s (3 members Ready again after %s)",
+		etcdRecoveries = append(etcdRecoveries, time.Since(evicted))
+		t.Logf("round %d: evicted capn pod %s (provisioner leader; %s took over after %s), etcd leader %s (3 members Ready again after %s); a second eviction of each was refused",
 			r, leader, next, failovers[r].Round(time.Millisecond), member, etcdRecoveries[r].Round(time.Millisecond))
 	}
 	// Some more writes on the recovered deployment.
@@ -268,6 +272,8 @@ type statusCounter struct {
 func (s *statusCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := s.next.RoundTrip(req)
 	switch {
+	case err != nil && req.Context().Err() != nil:
+		// The loop's own requests, cancelled when it stops.
 	case err != nil:
 		s.errors.Add(1)
 		s.mu.Lock()
@@ -300,6 +306,40 @@ func (s *statusCounter) summary() string {
 	defer s.mu.Unlock()
 	return fmt.Sprintf("%d responses 2xx, %d 4xx, %d 5xx, %d transport errors %q",
 		s.ok.Load(), s.clientErr.Load(), s.serverErr.Load(), s.errors.Load(), s.firstErrors)
+}
+
+// evictPod evicts the pod as kubectl drain does, retrying while its
+// PodDisruptionBudget does not allow it yet (after the previous round, the
+// budget's status catches up asynchronously), and returns when it was
+// evicted.
+func evictPod(ctx context.Context, t *testing.T, c *framework.Cluster, name string) time.Time {
+	t.Helper()
+	var at time.Time
+	framework.Eventually(t, time.Minute, "evicting "+name, func() (bool, string) {
+		err := c.Client.CoreV1().Pods(capnNS).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: capnNS, Name: name}})
+		at = time.Now()
+		return err == nil, fmt.Sprint(err)
+	})
+	return at
+}
+
+// refuseEviction requires the eviction of another Ready pod matching
+// selector, right after gone's, to be refused (429) by the budget.
+func refuseEviction(ctx context.Context, t *testing.T, c *framework.Cluster, selector, gone string) {
+	t.Helper()
+	pods, err := c.Client.CoreV1().Pods(capnNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	for _, p := range pods.Items {
+		// A pod not yet ready may go while the budget is healthy
+		// (unhealthyPodEvictionPolicy IfHealthyBudget): try a Ready one.
+		if p.Name == gone || p.DeletionTimestamp != nil || !podReady(&p) {
+			continue
+		}
+		err := c.Client.CoreV1().Pods(capnNS).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: capnNS, Name: p.Name}})
+		require.Truef(t, apierrors.IsTooManyRequests(err), "evicting %s right after %s: got %v, want 429 from its PodDisruptionBudget", p.Name, gone, err)
+		return
+	}
+	t.Fatalf("no other pod %s to try to evict after %s", selector, gone)
 }
 
 // provisionerLeader is the pod whose capn-apiserver holds the provisioner's
@@ -378,15 +418,22 @@ func waitReadyPods(ctx context.Context, t *testing.T, c *framework.Cluster, sele
 				continue
 			}
 			all++
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-					ready++
-				}
+			if podReady(&p) {
+				ready++
 			}
 			seen = append(seen, p.Name+": "+string(p.Status.Phase))
 		}
 		return ready == want && all == want, strings.Join(seen, ", ")
 	})
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func roundAll(ds []time.Duration) []time.Duration {
