@@ -25,6 +25,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
+	capnclient "capn.dev/capn/pkg/generated/clientset/versioned/typed/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/controller"
 	"capn.dev/capn/test/framework"
 )
@@ -52,7 +53,7 @@ func TestCapnHAOnNode(t *testing.T) {
 	node := c.StartNode(t, framework.NodeOptions{Kubelet: env(t, "KUBELET"), KubeProxy: env(t, "KUBE_PROXY"), Images: []string{images}})
 	admin := framework.Kubectl{Bin: kubectl, Kubeconfig: c.AdminKubeconfig}
 	dns := framework.DeployManagementDNS(t, c, admin)
-	ha := framework.DeployCapnHA(t, c, node, admin, repoFile(t, ""), dns)
+	deployed := framework.DeployCapnHA(t, c, node, admin, repoFile(t, ""), dns)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -111,12 +112,12 @@ func TestCapnHAOnNode(t *testing.T) {
 		// The provisioning leader's pod, evicted as a drain does (SIGTERM,
 		// then --shutdown-delay-duration of serving); the other replica,
 		// right after, is refused by the PodDisruptionBudget.
-		leader := provisionerLeader(ctx, t, c)
+		leader := provisionerLeader(ctx, c)
 		evicted := evictPod(ctx, t, c, leader)
 		refuseEviction(ctx, t, c, framework.CapnPodSelector, leader)
 		var next string
 		framework.Eventually(t, time.Minute, "the provisioner's Lease held by another replica", func() (bool, string) {
-			next = provisionerLeader(ctx, t, c)
+			next = provisionerLeader(ctx, c)
 			return next != "" && next != leader, "holder " + next
 		})
 		failovers = append(failovers, time.Since(evicted))
@@ -138,9 +139,9 @@ func TestCapnHAOnNode(t *testing.T) {
 			r, leader, next, failovers[r].Round(time.Millisecond), member, etcdRecoveries[r].Round(time.Millisecond))
 	}
 	// Some more writes on the recovered deployment.
-	settled := loop.iterations.Load() + 10
+	settled := loop.writes.Load() + 10
 	framework.Eventually(t, 2*time.Minute, "10 more writes", func() (bool, string) {
-		return loop.iterations.Load() >= settled, fmt.Sprint(loop.iterations.Load())
+		return loop.writes.Load() >= settled, fmt.Sprint(loop.writes.Load())
 	})
 	stopLoop()
 	wg.Wait()
@@ -154,7 +155,7 @@ func TestCapnHAOnNode(t *testing.T) {
 	t.Logf("numbers: HA: %d rounds | reads %d (GET %d, LIST %d), failed %d | writes %d, all succeeded; %d attempts failed and were retried (%d conflicts, %d other: %s) | underneath client-go: %s | provisioner failover %v | capn replicas Ready again %v | etcd members Ready again %v | deployed in %s",
 		rounds, loop.gets.Load()+loop.lists.Load(), loop.gets.Load(), loop.lists.Load(), loop.readFailures.Load(),
 		loop.writes.Load(), loop.writeConflicts.Load()+loop.writeErrors.Load(), loop.writeConflicts.Load(), loop.writeErrors.Load(), loop.errorSummary(),
-		raw.summary(), roundAll(failovers), roundAll(capnRecoveries), roundAll(etcdRecoveries), ha.Available.Round(time.Millisecond))
+		raw.summary(), roundAll(failovers), roundAll(capnRecoveries), roundAll(etcdRecoveries), deployed.Round(time.Millisecond))
 	assert.Zero(t, loop.readFailures.Load(), "failed reads: %s", loop.errorSummary())
 	assert.Zero(t, loop.writesGivenUp.Load(), "writes that never succeeded: %s", loop.errorSummary())
 	assert.Greater(t, loop.writes.Load(), int64(rounds*10), "the loop wrote too little to show anything")
@@ -164,14 +165,10 @@ func TestCapnHAOnNode(t *testing.T) {
 // LISTs, which must not fail, and UPDATEs of an annotation, each retried on
 // any error for up to a minute.
 type haLoop struct {
-	ncs interface {
-		Get(context.Context, string, metav1.GetOptions) (*v1alpha1.NestedCluster, error)
-		List(context.Context, metav1.ListOptions) (*v1alpha1.NestedClusterList, error)
-		Update(context.Context, *v1alpha1.NestedCluster, metav1.UpdateOptions) (*v1alpha1.NestedCluster, error)
-	}
+	ncs  capnclient.NestedClusterInterface
 	name string
 
-	iterations, gets, lists, readFailures              atomic.Int64
+	gets, lists, readFailures                          atomic.Int64
 	writes, writeConflicts, writeErrors, writesGivenUp atomic.Int64
 	mu                                                 sync.Mutex
 	errs                                               map[string]int
@@ -197,7 +194,6 @@ func (l *haLoop) run(ctx context.Context, readers int) {
 	}
 	for i := 0; ctx.Err() == nil; i++ {
 		l.write(ctx, i)
-		l.iterations.Add(1)
 	}
 	wg.Wait()
 }
@@ -344,7 +340,7 @@ func refuseEviction(ctx context.Context, t *testing.T, c *framework.Cluster, sel
 
 // provisionerLeader is the pod whose capn-apiserver holds the provisioner's
 // Lease (its identity is "<hostname>_<uuid>"), or "".
-func provisionerLeader(ctx context.Context, t *testing.T, c *framework.Cluster) string {
+func provisionerLeader(ctx context.Context, c *framework.Cluster) string {
 	lease, err := c.Client.CoordinationV1().Leases(capnNS).Get(ctx, controller.LeaseName, metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil {
 		return ""

@@ -26,42 +26,29 @@ const (
 	capnHAStorageClass = "capn-ha-e2e"
 )
 
-// CapnHA is capn-apiserver deployed from the HA overlay by DeployCapnHA.
-type CapnHA struct {
-	// Dir is the copy of artifacts/deploy that was applied; the applied
-	// overlay is overlays/ha-e2e, on top of overlays/ha.
-	Dir       string
-	ServingCA *CA
-	// EtcdCA signs the members' and capn's etcd certificates; EtcdClient
-	// is a client certificate it signed, for the test's own etcd client.
-	EtcdCA     *CA
-	EtcdClient KeyPair
-	// Available is the time from `kubectl apply -k` to the APIService's
-	// Available condition with every replica and member Ready.
-	Available time.Duration
-}
-
 // DeployCapnHA deploys capn the way the HA overlay says a provider does:
 // `kubectl apply -k` of overlays/ha, with what the overlay leaves to the
 // provider made here (an overlay on top of it, in a copy of the manifests):
 // the serving and etcd certificates, the APIService's caBundle, volumes for
 // the members and backups (hostPath, under capnHADir), and dnsConfig
 // pointing at dns, the management cluster's DNS (DeployManagementDNS).
-func DeployCapnHA(t TB, c *Cluster, n *Node, k Kubectl, repoRoot string, dns net.IP) *CapnHA {
+// It returns the time from `kubectl apply -k` to the APIService's Available
+// condition with every replica and member Ready.
+func DeployCapnHA(t TB, c *Cluster, n *Node, k Kubectl, repoRoot string, dns net.IP) time.Duration {
 	t.Helper()
-	d := &CapnHA{Dir: filepath.Join(t.TempDir(), "deploy")}
-	if err := copyTree(filepath.Join(repoRoot, "artifacts", "deploy"), d.Dir); err != nil {
+	dir := filepath.Join(t.TempDir(), "deploy")
+	if err := copyTree(filepath.Join(repoRoot, "artifacts", "deploy"), dir); err != nil {
 		t.Fatalf("copying the manifests: %v", err)
 	}
-	overlay := filepath.Join(d.Dir, "overlays", "ha-e2e")
-	d.ServingCA = writeCapnServingCerts(t, filepath.Join(overlay, "certs"))
+	overlay := filepath.Join(dir, "overlays", "ha-e2e")
+	writeCapnServingCerts(t, filepath.Join(overlay, "certs"))
 
-	var err error
-	if d.EtcdCA, err = NewCA(t.TempDir(), "capn-etcd-ca"); err != nil {
+	etcdCA, err := NewCA(t.TempDir(), "capn-etcd-ca")
+	if err != nil {
 		t.Fatal(err)
 	}
 	const domain = CapnEtcdStatefulSet + "." + CapnNamespace + ".svc"
-	member, err := d.EtcdCA.Issue("capn-etcd-member", cert.Config{
+	member, err := etcdCA.Issue("capn-etcd-member", cert.Config{
 		CommonName: CapnEtcdPeerCN,
 		AltNames: cert.AltNames{
 			DNSNames: []string{"*." + domain, "*." + domain + ".cluster.local", domain, "localhost"},
@@ -72,16 +59,13 @@ func DeployCapnHA(t TB, c *Cluster, n *Node, k Kubectl, repoRoot string, dns net
 	if err != nil {
 		t.Fatal(err)
 	}
-	capnClient, err := d.EtcdCA.ClientCert("capn-apiserver")
+	capnClient, err := etcdCA.ClientCert("capn-apiserver")
 	if err != nil {
-		t.Fatal(err)
-	}
-	if d.EtcdClient, err = d.EtcdCA.ClientCert("capn-ha-e2e"); err != nil {
 		t.Fatal(err)
 	}
 	for dir, kp := range map[string]KeyPair{"etcd": member, "etcd-client": capnClient} {
 		if err := writeFiles(filepath.Join(overlay, dir), map[string][]byte{
-			"ca.crt": d.EtcdCA.CertPEM, "tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM}); err != nil {
+			"ca.crt": etcdCA.CertPEM, "tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,10 +85,10 @@ func DeployCapnHA(t TB, c *Cluster, n *Node, k Kubectl, repoRoot string, dns net
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	WaitCapnAPIServiceAvailable(ctx, t, c)
-	d.Available = time.Since(applied)
+	available := time.Since(applied)
 	t.Logf("capn HA: %d etcd members and the capn-apiserver replicas Ready, APIService Available %s after apply",
-		CapnEtcdMembers, d.Available.Round(time.Millisecond))
-	return d
+		CapnEtcdMembers, available.Round(time.Millisecond))
+	return available
 }
 
 // capnHAKustomization is the provider's overlay on overlays/ha.
