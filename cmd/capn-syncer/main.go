@@ -32,63 +32,20 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/pod-security-admission/api"
 
+	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 	"capn.dev/capn/pkg/placement"
-	"capn.dev/capn/pkg/provisioner/pki"
 	"capn.dev/capn/pkg/syncer/addons"
 	"capn.dev/capn/pkg/syncer/controller"
 	"capn.dev/capn/pkg/syncer/translate"
-	"capn.dev/capn/pkg/versions"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
-type options struct {
-	tenantKubeconfig, hostKubeconfig string
-	workloadNamespace                string
-	apiServer                        string
-	nameserver, dnsDomain            string
-	podSecurity                      string
-	nodeSelector                     string
-	tolerations                      string
-	runtimeClasses                   string
-	maxGrace                         int64
-	workers                          int
-	qps                              float64
-	burst                            int
-	leaderElect                      bool
-	leaderElectNamespace             string
-	healthAddress                    string
-	webhookBind, webhookAdvertise    string
-	dnsAddon                         bool
-	kubeletBind, kubeletAdvertise    string
-	dnsImage, dnsUpstreams           string
-}
+type options = cmdsyncer.Options
 
 func main() {
 	klog.InitFlags(nil)
-	var o options
-	flag.StringVar(&o.tenantKubeconfig, "tenant-kubeconfig", "", "Kubeconfig of the tenant apiserver (required).")
-	flag.StringVar(&o.hostKubeconfig, "host-kubeconfig", "", "Kubeconfig of the management cluster; empty means in-cluster.")
-	flag.StringVar(&o.workloadNamespace, "workload-namespace", "", "The management namespace tenant pods run in (required); the syncer touches nothing else there but Nodes, which it reads.")
-	flag.StringVar(&o.apiServer, "tenant-apiserver-address", "", "host:port at which host pods reach the tenant apiserver (required): their KUBERNETES_SERVICE_HOST/PORT and kubernetes.default.")
-	flag.StringVar(&o.nameserver, "tenant-nameserver", "127.0.0.1", "The tenant DNS server host pods resolve through. Never the node's resolv.conf, which may forward off the machine.")
-	flag.StringVar(&o.dnsDomain, "tenant-dns-domain", "cluster.local", "The tenant's cluster domain.")
-	flag.StringVar(&o.podSecurity, "tenant-pod-security", "baseline", "Pod Security level tenant pods must meet: baseline or restricted.")
-	flag.StringVar(&o.nodeSelector, "host-node-selector", "", "Label selector of the management nodes that get a virtual Node and run tenant pods.")
-	flag.StringVar(&o.tolerations, "host-tolerations", "", "Comma-separated tolerations of every host pod, each key[=value][:Effect].")
-	flag.StringVar(&o.runtimeClasses, "allowed-runtime-classes", "", "Comma-separated runtime classes tenant pods may name.")
-	flag.Int64Var(&o.maxGrace, "max-termination-grace-period", translate.DefaultMaxGracePeriodSeconds, "Largest terminationGracePeriodSeconds a tenant pod may ask for.")
-	flag.IntVar(&o.workers, "workers", 2, "Workers per queue.")
-	flag.Float64Var(&o.qps, "qps", 50, "Client QPS to each apiserver.")
-	flag.IntVar(&o.burst, "burst", 100, "Client burst to each apiserver.")
-	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Sync from one replica only, elected through the Lease capn-syncer in --leader-elect-namespace of the tenant.")
-	flag.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", metav1.NamespaceSystem, "Tenant namespace of the leader-election Lease.")
-	flag.StringVar(&o.healthAddress, "health-address", "", "host:port serving /healthz and /readyz over HTTP; empty serves none. /readyz is ok once this replica syncs (caches synced) or stands by as a non-leader.")
-	flag.StringVar(&o.webhookBind, "webhook-bind-address", ":10271", "host:port of the HTTPS server for the tenant's Service admission webhook.")
-	flag.StringVar(&o.webhookAdvertise, "webhook-advertise-address", "", "host:port the tenant apiserver calls the Service webhook at (the leader registers it in the tenant); empty: no webhook, tenant Services keep the tenant's own ClusterIP allocation.")
-	flag.StringVar(&o.kubeletBind, "kubelet-bind-address", ":10250", "host:port of the HTTPS server for the virtual Nodes' kubelet API (logs, exec, attach, port-forward), which the leader serves.")
-	flag.StringVar(&o.kubeletAdvertise, "kubelet-advertise-address", "", "IP:port the tenant apiserver reaches the kubelet API at: the virtual Nodes' InternalIP and kubelet port. Empty: virtual Nodes keep the host nodes' addresses and no kubelet API is served.")
-	flag.BoolVar(&o.dnsAddon, "dns-addon", false, "Keep the CoreDNS addon (kube-system/coredns behind the Service kube-dns) in the tenant and point host pods at it instead of --tenant-nameserver; false removes the addon the syncer made.")
-	flag.StringVar(&o.dnsImage, "dns-image", versions.CoreDNSImage, "The CoreDNS image of the DNS addon.")
-	flag.StringVar(&o.dnsUpstreams, "dns-upstreams", "", "Comma-separated resolver IPs the DNS addon forwards names outside the cluster to; empty answers them NXDOMAIN, so no query leaves the addon.")
+	o := cmdsyncer.Defaults()
+	o.AddFlags(flag.CommandLine)
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -100,74 +57,76 @@ func main() {
 	}
 }
 
-func (o options) syncerOptions() (controller.Options, error) {
+func syncerOptions(o *options) (controller.Options, error) {
 	var so controller.Options
-	if o.tenantKubeconfig == "" || o.workloadNamespace == "" || o.apiServer == "" {
-		return so, errors.New("--tenant-kubeconfig, --workload-namespace and --tenant-apiserver-address are required")
+	if o.TenantKubeconfig == "" || o.WorkloadNamespace == "" || o.TenantAPIServerAddress == "" {
+		return so, errors.New("--" + cmdsyncer.FlagTenantKubeconfig + ", --" + cmdsyncer.FlagWorkloadNamespace + " and --" + cmdsyncer.FlagTenantAPIServerAddress + " are required")
 	}
-	host, portStr, err := net.SplitHostPort(o.apiServer)
+	host, portStr, err := net.SplitHostPort(o.TenantAPIServerAddress)
 	if err != nil {
-		return so, fmt.Errorf("--tenant-apiserver-address: %w", err)
+		return so, flagErr(cmdsyncer.FlagTenantAPIServerAddress, err)
 	}
 	port, err := strconv.ParseInt(portStr, 10, 32)
 	if err != nil || port < 1 || port > 65535 {
-		return so, fmt.Errorf("--tenant-apiserver-address: port %q", portStr)
+		return so, fmt.Errorf("--%s: port %q", cmdsyncer.FlagTenantAPIServerAddress, portStr)
 	}
-	level, err := api.ParseLevel(o.podSecurity)
+	level, err := api.ParseLevel(o.TenantPodSecurity)
 	if err != nil || level == api.LevelPrivileged {
-		return so, fmt.Errorf("--tenant-pod-security must be baseline or restricted, not %q", o.podSecurity)
+		return so, fmt.Errorf("--%s must be baseline or restricted, not %q", cmdsyncer.FlagTenantPodSecurity, o.TenantPodSecurity)
 	}
-	sel, err := labels.Parse(o.nodeSelector)
+	sel, err := labels.Parse(o.HostNodeSelector)
 	if err != nil {
-		return so, fmt.Errorf("--host-node-selector: %w", err)
+		return so, flagErr(cmdsyncer.FlagHostNodeSelector, err)
 	}
 	var tols []corev1.Toleration
-	for _, s := range splitList(o.tolerations) {
+	for _, s := range splitList(o.HostTolerations) {
 		t, err := placement.ParseToleration(s)
 		if err != nil {
-			return so, fmt.Errorf("--host-tolerations: %w", err)
+			return so, flagErr(cmdsyncer.FlagHostTolerations, err)
 		}
 		tols = append(tols, t)
 	}
-	if net.ParseIP(o.nameserver) == nil {
-		return so, fmt.Errorf("--tenant-nameserver %q is not an IP address", o.nameserver)
+	if net.ParseIP(o.TenantNameserver) == nil {
+		return so, fmt.Errorf("--%s %q is not an IP address", cmdsyncer.FlagTenantNameserver, o.TenantNameserver)
 	}
-	if o.webhookAdvertise != "" {
-		if _, _, err := net.SplitHostPort(o.webhookAdvertise); err != nil {
-			return so, fmt.Errorf("--webhook-advertise-address: %w", err)
+	if o.WebhookAdvertiseAddress != "" {
+		if _, _, err := net.SplitHostPort(o.WebhookAdvertiseAddress); err != nil {
+			return so, flagErr(cmdsyncer.FlagWebhookAdvertiseAddress, err)
 		}
 	}
-	if o.kubeletAdvertise != "" {
-		h, p, err := net.SplitHostPort(o.kubeletAdvertise)
+	if o.KubeletAdvertiseAddress != "" {
+		h, p, err := net.SplitHostPort(o.KubeletAdvertiseAddress)
 		port, perr := strconv.ParseInt(p, 10, 32)
 		if err != nil || net.ParseIP(h) == nil || perr != nil || port < 1 || port > 65535 {
-			return so, fmt.Errorf("--kubelet-advertise-address %q is not IP:port", o.kubeletAdvertise)
+			return so, fmt.Errorf("--%s %q is not IP:port", cmdsyncer.FlagKubeletAdvertiseAddress, o.KubeletAdvertiseAddress)
 		}
-		so.Kubelet = controller.KubeletOptions{AdvertiseIP: h, Port: int32(port), BindAddress: o.kubeletBind,
-			ClientCommonNames: []string{pki.KubeletClientCommonName}}
+		so.Kubelet = controller.KubeletOptions{AdvertiseIP: h, Port: int32(port), BindAddress: o.KubeletBindAddress,
+			ClientCommonNames: []string{names.KubeletClientCommonName}}
 	}
-	dns := controller.DNSOptions{Enabled: o.dnsAddon, Image: o.dnsImage, Upstreams: splitList(o.dnsUpstreams)}
-	if o.dnsAddon {
-		if err := (addons.DNSConfig{Image: dns.Image, Domain: o.dnsDomain, Upstreams: dns.Upstreams}).Validate(); err != nil {
-			return so, fmt.Errorf("--dns-image, --dns-upstreams, --tenant-dns-domain: %w", err)
+	dns := controller.DNSOptions{Enabled: o.DNSAddon, Image: o.DNSImage, Upstreams: splitList(o.DNSUpstreams)}
+	if o.DNSAddon {
+		if err := (addons.DNSConfig{Image: dns.Image, Domain: o.TenantDNSDomain, Upstreams: dns.Upstreams}).Validate(); err != nil {
+			return so, fmt.Errorf("--%s, --%s, --%s: %w", cmdsyncer.FlagDNSImage, cmdsyncer.FlagDNSUpstreams, cmdsyncer.FlagTenantDNSDomain, err)
 		}
 	}
 	so = controller.Options{
 		Kubelet:           so.Kubelet,
 		DNS:               dns,
-		Webhook:           controller.WebhookOptions{BindAddress: o.webhookBind, AdvertiseAddress: o.webhookAdvertise},
-		WorkloadNamespace: o.workloadNamespace,
+		Webhook:           controller.WebhookOptions{BindAddress: o.WebhookBindAddress, AdvertiseAddress: o.WebhookAdvertiseAddress},
+		WorkloadNamespace: o.WorkloadNamespace,
 		HostNodeSelector:  sel,
 		HostTolerations:   tols,
-		Workers:           o.workers,
+		Workers:           o.Workers,
 		Pod: translate.Context{
 			APIServerHost: host, APIServerPort: int32(port),
-			Nameserver: o.nameserver, DNSDomain: o.dnsDomain,
-			Level: level, RuntimeClasses: splitList(o.runtimeClasses), MaxGracePeriodSeconds: o.maxGrace,
+			Nameserver: o.TenantNameserver, DNSDomain: o.TenantDNSDomain,
+			Level: level, RuntimeClasses: splitList(o.AllowedRuntimeClasses), MaxGracePeriodSeconds: o.MaxTerminationGracePeriod,
 		},
 	}
 	return so, nil
 }
+
+func flagErr(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }
 
 func splitList(s string) []string {
 	var out []string
@@ -179,26 +138,26 @@ func splitList(s string) []string {
 	return out
 }
 
-func run(ctx context.Context, o options) error {
-	so, err := o.syncerOptions()
+func run(ctx context.Context, o *options) error {
+	so, err := syncerOptions(o)
 	if err != nil {
 		return err
 	}
-	tenantCfg, err := clientcmd.BuildConfigFromFlags("", o.tenantKubeconfig)
+	tenantCfg, err := clientcmd.BuildConfigFromFlags("", o.TenantKubeconfig)
 	if err != nil {
 		return fmt.Errorf("tenant kubeconfig: %w", err)
 	}
 	var hostCfg *rest.Config
-	if o.hostKubeconfig == "" {
+	if o.HostKubeconfig == "" {
 		hostCfg, err = rest.InClusterConfig()
 	} else {
-		hostCfg, err = clientcmd.BuildConfigFromFlags("", o.hostKubeconfig)
+		hostCfg, err = clientcmd.BuildConfigFromFlags("", o.HostKubeconfig)
 	}
 	if err != nil {
 		return fmt.Errorf("management kubeconfig: %w", err)
 	}
 	for _, c := range []*rest.Config{tenantCfg, hostCfg} {
-		c.QPS, c.Burst, c.Timeout = float32(o.qps), o.burst, 30*time.Second
+		c.QPS, c.Burst, c.Timeout = float32(o.QPS), o.Burst, 30*time.Second
 		c.UserAgent = "capn-syncer"
 	}
 	countManagementRequests(hostCfg)
@@ -226,17 +185,17 @@ func run(ctx context.Context, o options) error {
 	}
 	var ready atomic.Bool
 	so.Synced = func() { ready.Store(true) }
-	if o.healthAddress != "" {
-		if err := serveHealth(ctx, o.healthAddress, &ready); err != nil {
+	if o.HealthAddress != "" {
+		if err := serveHealth(ctx, o.HealthAddress, &ready); err != nil {
 			return err
 		}
 	}
-	if !o.leaderElect {
+	if !o.LeaderElect {
 		return controller.New(so).Run(ctx)
 	}
 	// A standby is healthy and ready: it is what takes over.
 	ready.Store(true)
-	return lead(ctx, so.Tenant, o.leaderElectNamespace, func(ctx context.Context) error {
+	return lead(ctx, so.Tenant, o.LeaderElectNamespace, func(ctx context.Context) error {
 		ready.Store(false)
 		return controller.New(so).Run(ctx)
 	})
@@ -311,7 +270,7 @@ func serveHealth(ctx context.Context, address string, ready *atomic.Bool) error 
 	mux.Handle("/metrics", metricsHandler())
 	l, err := net.Listen("tcp", address)
 	if err != nil {
-		return fmt.Errorf("--health-address: %w", err)
+		return flagErr(cmdsyncer.FlagHealthAddress, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()

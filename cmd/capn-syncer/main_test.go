@@ -9,13 +9,13 @@ import (
 	"k8s.io/pod-security-admission/api"
 )
 
-func valid() options {
-	return options{tenantKubeconfig: "k", workloadNamespace: "w", apiServer: "10.96.0.5:6443", nameserver: "10.96.0.10",
-		podSecurity: "restricted", tolerations: "kwok.x-k8s.io/node=fake:NoSchedule, dedicated", runtimeClasses: "runc,,gvisor"}
+func valid() *options {
+	return &options{TenantKubeconfig: "k", WorkloadNamespace: "w", TenantAPIServerAddress: "10.96.0.5:6443", TenantNameserver: "10.96.0.10",
+		TenantPodSecurity: "restricted", HostTolerations: "kwok.x-k8s.io/node=fake:NoSchedule, dedicated", AllowedRuntimeClasses: "runc,,gvisor"}
 }
 
 func TestSyncerOptions(t *testing.T) {
-	so, err := valid().syncerOptions()
+	so, err := syncerOptions(valid())
 	require.NoError(t, err)
 	assert.Equal(t, "10.96.0.5", so.Pod.APIServerHost)
 	assert.Equal(t, int32(6443), so.Pod.APIServerPort)
@@ -28,8 +28,8 @@ func TestSyncerOptions(t *testing.T) {
 	assert.False(t, so.DNS.Enabled)
 
 	o := valid()
-	o.dnsAddon, o.dnsImage, o.dnsUpstreams, o.dnsDomain = true, "registry.example/coredns:v1", "10.0.0.53", "cluster.local"
-	so, err = o.syncerOptions()
+	o.DNSAddon, o.DNSImage, o.DNSUpstreams, o.TenantDNSDomain = true, "registry.example/coredns:v1", "10.0.0.53", "cluster.local"
+	so, err = syncerOptions(o)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.53"}, so.DNS.Upstreams)
 	assert.True(t, so.DNS.Enabled)
@@ -37,21 +37,21 @@ func TestSyncerOptions(t *testing.T) {
 
 func TestSyncerOptionsRefused(t *testing.T) {
 	for name, mutate := range map[string]func(*options){
-		"privileged level":  func(o *options) { o.podSecurity = "privileged" },
-		"unknown level":     func(o *options) { o.podSecurity = "lax" },
-		"no namespace":      func(o *options) { o.workloadNamespace = "" },
-		"address sans port": func(o *options) { o.apiServer = "10.96.0.5" },
-		"port out of range": func(o *options) { o.apiServer = "10.96.0.5:70000" },
-		"nameserver name":   func(o *options) { o.nameserver = "dns.example.com" },
-		"bad toleration":    func(o *options) { o.tolerations = "a:Sometimes" },
-		"bad selector":      func(o *options) { o.nodeSelector = "a in (" },
-		"dns upstream name": func(o *options) { o.dnsAddon, o.dnsImage, o.dnsUpstreams = true, "i", "dns.google" },
-		"dns no image":      func(o *options) { o.dnsAddon, o.dnsImage = true, "" },
+		"privileged level":  func(o *options) { o.TenantPodSecurity = "privileged" },
+		"unknown level":     func(o *options) { o.TenantPodSecurity = "lax" },
+		"no namespace":      func(o *options) { o.WorkloadNamespace = "" },
+		"address sans port": func(o *options) { o.TenantAPIServerAddress = "10.96.0.5" },
+		"port out of range": func(o *options) { o.TenantAPIServerAddress = "10.96.0.5:70000" },
+		"nameserver name":   func(o *options) { o.TenantNameserver = "dns.example.com" },
+		"bad toleration":    func(o *options) { o.HostTolerations = "a:Sometimes" },
+		"bad selector":      func(o *options) { o.HostNodeSelector = "a in (" },
+		"dns upstream name": func(o *options) { o.DNSAddon, o.DNSImage, o.DNSUpstreams = true, "i", "dns.google" },
+		"dns no image":      func(o *options) { o.DNSAddon, o.DNSImage = true, "" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := valid()
-			mutate(&o)
-			_, err := o.syncerOptions()
+			mutate(o)
+			_, err := syncerOptions(o)
 			assert.Error(t, err)
 		})
 	}

@@ -270,7 +270,7 @@ func ComponentLabels(nc *v1alpha1.NestedCluster, component string) map[string]st
 // SelectorLabels select one component's pods. They are a subset of
 // ComponentLabels that never changes for the life of the cluster, because a
 // Deployment's or StatefulSet's selector is immutable; for kube-apiserver
-// they equal nestedcluster.APIServerSelector.
+// they equal v1alpha1.ComponentSelector.
 func SelectorLabels(nc *v1alpha1.NestedCluster, component string) map[string]string {
-	return map[string]string{v1alpha1.ClusterLabel: nc.Name, v1alpha1.ComponentLabel: component}
+	return v1alpha1.ComponentSelector(nc.Name, component)
 }

@@ -15,7 +15,6 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/apis/capn/validation"
-	"capn.dev/capn/pkg/registry/nestedcluster"
 )
 
 // Accepted so `go test ./pkg/provisioner/... -update` works for every
@@ -124,8 +123,8 @@ func TestResolveNamespace(t *testing.T) {
 func TestLabels(t *testing.T) {
 	c := nc("team-a", "demo")
 	sel := SelectorLabels(c, v1alpha1.ComponentAPIServer)
-	if !labels.Equals(sel, nestedcluster.APIServerSelector("demo")) {
-		t.Errorf("apiserver selector %v, want nestedcluster.APIServerSelector %v", sel, nestedcluster.APIServerSelector("demo"))
+	if !labels.Equals(sel, labels.Set(v1alpha1.ComponentSelector("demo", v1alpha1.ComponentAPIServer))) {
+		t.Errorf("apiserver selector %v, want the /scale selector %v", sel, labels.Set(v1alpha1.ComponentSelector("demo", v1alpha1.ComponentAPIServer)))
 	}
 	for _, comp := range []string{v1alpha1.ComponentEtcd, v1alpha1.ComponentAPIServer, v1alpha1.ComponentControllerManager, v1alpha1.ComponentScheduler} {
 		pod := labels.Set(ComponentLabels(c, comp))

@@ -32,7 +32,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 	"capn.dev/capn/test/framework"
 )
 

@@ -14,9 +14,8 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/syncer/addons"
 	"capn.dev/capn/pkg/syncer/controller"
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 	"capn.dev/capn/test/framework"
 )
 
@@ -309,11 +308,11 @@ spec:
 func testTenantDNS(t *testing.T, k framework.Kubectl, tenants []dataPlaneTenant) {
 	for _, tn := range tenants {
 		framework.Eventually(t, 3*time.Minute, tn.name+": the DNS addon Available", func() (bool, string) {
-			r := tn.tk.Run("", "get", "-n", addons.DNSNamespace, "deployment", addons.DNSName, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+			r := tn.tk.Run("", "get", "-n", names.DNSNamespace, "deployment", names.DNSName, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
 			return r.Stdout == "True", r.Stdout + r.Stderr
 		})
 		ready := k.MustRun(t, "", "get", "nc", tn.name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}`)
-		available := tn.tk.MustRun(t, "", "get", "-n", addons.DNSNamespace, "deployment", addons.DNSName, "-o",
+		available := tn.tk.MustRun(t, "", "get", "-n", names.DNSNamespace, "deployment", names.DNSName, "-o",
 			`jsonpath={.status.conditions[?(@.type=="Available")].lastTransitionTime}`)
 		if r, err1 := time.Parse(time.RFC3339, ready); err1 == nil {
 			if a, err2 := time.Parse(time.RFC3339, available); err2 == nil {
@@ -336,7 +335,7 @@ func testTenantDNS(t *testing.T, k framework.Kubectl, tenants []dataPlaneTenant)
 	last := tenants[len(tenants)-1]
 	k.MustRun(t, "", "patch", "nc", last.name, "--type=merge", "-p", `{"spec":{"dns":{"mode":"None"}}}`)
 	framework.Eventually(t, 3*time.Minute, last.name+": the DNS addon removed with spec.dns.mode None", func() (bool, string) {
-		r := last.tk.Run("", "get", "-n", addons.DNSNamespace, "deployments,services,configmaps", "-l", "app.kubernetes.io/name="+addons.DNSName, "-o", "name")
+		r := last.tk.Run("", "get", "-n", names.DNSNamespace, "deployments,services,configmaps", "-l", "app.kubernetes.io/name="+names.DNSName, "-o", "name")
 		return r.Err == nil && strings.TrimSpace(r.Stdout) == "", r.Stdout + r.Stderr
 	})
 }

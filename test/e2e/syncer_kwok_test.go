@@ -22,10 +22,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/pod-security-admission/api"
 
-	"capn.dev/capn/pkg/syncer/addons"
 	"capn.dev/capn/pkg/syncer/controller"
-	"capn.dev/capn/pkg/syncer/names"
 	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/pkg/tenant/names"
 	"capn.dev/capn/pkg/versions"
 	"capn.dev/capn/test/framework"
 )
@@ -373,17 +372,17 @@ func TestSyncerOnKwok(t *testing.T) {
 		opts.DNS = controller.DNSOptions{Enabled: true, Image: versions.CoreDNSImage}
 		stop = start()
 		get := func(kind, name, jsonpath string) framework.Result {
-			return tk.Run("", "get", "-n", addons.DNSNamespace, kind, name, "-o", "jsonpath="+jsonpath)
+			return tk.Run("", "get", "-n", names.DNSNamespace, kind, name, "-o", "jsonpath="+jsonpath)
 		}
 		var dnsIP string
 		framework.Eventually(t, time.Minute, "the DNS addon in the tenant, kube-dns with an address", func() (bool, string) {
-			r := get("service", addons.DNSServiceName, "{.spec.clusterIP}")
+			r := get("service", names.DNSServiceName, "{.spec.clusterIP}")
 			dnsIP = r.Stdout
-			d := get("deployment", addons.DNSName, "{.spec.template.spec.containers[0].image}")
+			d := get("deployment", names.DNSName, "{.spec.template.spec.containers[0].image}")
 			return r.Err == nil && dnsIP != "" && d.Stdout == versions.CoreDNSImage, r.Stdout + r.Stderr + d.Stdout + d.Stderr
 		})
 		framework.Eventually(t, 30*time.Second, "the host kube-dns at the tenant's address", func() (bool, string) {
-			r := hk.Run("", "get", "service", "-n", wl, names.Host(addons.DNSNamespace, addons.DNSServiceName), "-o", "jsonpath={.spec.clusterIP}")
+			r := hk.Run("", "get", "service", "-n", wl, names.Host(names.DNSNamespace, names.DNSServiceName), "-o", "jsonpath={.spec.clusterIP}")
 			return r.Stdout == dnsIP, r.Stdout + r.Stderr
 		})
 		// A new pod resolves through kube-dns.
@@ -393,20 +392,20 @@ func TestSyncerOnKwok(t *testing.T) {
 			return strings.Contains(out, dnsIP), out
 		})
 
-		uid := get("deployment", addons.DNSName, "{.metadata.uid}").Stdout
-		tk.MustRun(t, "", "delete", "-n", addons.DNSNamespace, "deployment", addons.DNSName)
+		uid := get("deployment", names.DNSName, "{.metadata.uid}").Stdout
+		tk.MustRun(t, "", "delete", "-n", names.DNSNamespace, "deployment", names.DNSName)
 		framework.Eventually(t, time.Minute, "the deleted coredns Deployment recreated", func() (bool, string) {
-			r := get("deployment", addons.DNSName, "{.metadata.uid}")
+			r := get("deployment", names.DNSName, "{.metadata.uid}")
 			return r.Err == nil && r.Stdout != "" && r.Stdout != uid, r.Stdout + r.Stderr
 		})
-		tk.MustRun(t, "", "patch", "-n", addons.DNSNamespace, "configmap", addons.DNSName, "-p", `{"data":{"Corefile":".:53 {\n forward . 192.0.2.1\n}\n"}}`)
+		tk.MustRun(t, "", "patch", "-n", names.DNSNamespace, "configmap", names.DNSName, "-p", `{"data":{"Corefile":".:53 {\n forward . 192.0.2.1\n}\n"}}`)
 		framework.Eventually(t, time.Minute, "the edited Corefile restored", func() (bool, string) {
-			r := get("configmap", addons.DNSName, "{.data.Corefile}")
+			r := get("configmap", names.DNSName, "{.data.Corefile}")
 			return strings.Contains(r.Stdout, "rcode NXDOMAIN") && !strings.Contains(r.Stdout, "forward"), r.Stdout
 		})
-		tk.MustRun(t, "", "delete", "-n", addons.DNSNamespace, "service", addons.DNSServiceName)
+		tk.MustRun(t, "", "delete", "-n", names.DNSNamespace, "service", names.DNSServiceName)
 		framework.Eventually(t, time.Minute, "kube-dns recreated at "+dnsIP, func() (bool, string) {
-			r := get("service", addons.DNSServiceName, "{.spec.clusterIP}")
+			r := get("service", names.DNSServiceName, "{.spec.clusterIP}")
 			return r.Stdout == dnsIP, r.Stdout + r.Stderr
 		})
 
@@ -414,8 +413,8 @@ func TestSyncerOnKwok(t *testing.T) {
 		opts.DNS = controller.DNSOptions{}
 		stop = start()
 		framework.Eventually(t, time.Minute, "the addon removed with DNS off", func() (bool, string) {
-			out := tk.MustRun(t, "", "get", "-n", addons.DNSNamespace, "deployments,services,configmaps,serviceaccounts",
-				"-l", "app.kubernetes.io/name="+addons.DNSName, "-o", "name")
+			out := tk.MustRun(t, "", "get", "-n", names.DNSNamespace, "deployments,services,configmaps,serviceaccounts",
+				"-l", "app.kubernetes.io/name="+names.DNSName, "-o", "name")
 			return strings.TrimSpace(out) == "", out
 		})
 		tk.MustRun(t, "", "scale", "deployment/web", "--replicas=3")

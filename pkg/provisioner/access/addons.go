@@ -5,7 +5,7 @@ import (
 	rbacac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"capn.dev/capn/pkg/provisioner/pki"
-	"capn.dev/capn/pkg/syncer/addons"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // The tenant DNS addon (pkg/syncer/addons) is applied by capn-syncer,
@@ -17,10 +17,10 @@ const (
 	// SyncerAddonsRole is the syncer's Role in kube-system.
 	SyncerAddonsRole = "capn:syncer-addons"
 
-	dnsNamespace      = addons.DNSNamespace
-	dnsName           = addons.DNSName
-	dnsServiceName    = addons.DNSServiceName
-	dnsServiceAccount = addons.DNSName
+	dnsNamespace      = names.DNSNamespace
+	dnsName           = names.DNSName
+	dnsServiceName    = names.DNSServiceName
+	dnsServiceAccount = names.DNSName
 )
 
 func rule(group string, resources []string, verbs ...string) *rbacac.PolicyRuleApplyConfiguration {

@@ -24,6 +24,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/pki"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // BootstrapUser is who the provisioner is inside a tenant. Its certificate
@@ -50,7 +51,7 @@ func Bindings() []*rbacac.ClusterRoleBindingApplyConfiguration {
 	coredns.Subjects[0].WithAPIGroup("").WithNamespace(dnsNamespace)
 	return append([]*rbacac.ClusterRoleBindingApplyConfiguration{
 		bind("capn:cluster-admins", "cluster-admin", rbacv1.GroupKind, TenantAdminsGroup),
-		bind("capn:kube-apiserver-kubelet-client", "system:kubelet-api-admin", rbacv1.UserKind, pki.KubeletClientCommonName),
+		bind("capn:kube-apiserver-kubelet-client", "system:kubelet-api-admin", rbacv1.UserKind, names.KubeletClientCommonName),
 		bind(TenantSyncerRole, TenantSyncerRole, rbacv1.UserKind, pki.SyncerUser),
 		coredns,
 	}, joinBindings()...)

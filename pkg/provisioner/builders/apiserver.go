@@ -12,7 +12,7 @@ import (
 )
 
 // APIServer builds the tenant kube-apiserver: its authentication-config
-// ConfigMap, a Deployment whose pods carry nestedcluster.APIServerSelector
+// ConfigMap, a Deployment whose pods carry v1alpha1.ComponentSelector
 // (so /scale and HPA find them), the Service that exposes it per
 // spec.apiServer.service and, with more than one replica, a PDB.
 func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {

@@ -14,7 +14,6 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
-	"capn.dev/capn/pkg/registry/nestedcluster"
 )
 
 // cluster is a defaulted NestedCluster, as the API server stores it.
@@ -214,11 +213,11 @@ func TestPodTemplateMergeKeepsGeneratedContainer(t *testing.T) {
 func TestAPIServerPodsMatchScaleSelector(t *testing.T) {
 	objs := build(t, cluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.APIServer.Replicas = ptr.To[int32](4) }))
 	d := find[*appsv1.Deployment](objs, provisioner.APIServerName)
-	sel := nestedcluster.APIServerSelector("demo").AsSelector()
+	sel := labels.Set(v1alpha1.ComponentSelector("demo", v1alpha1.ComponentAPIServer)).AsSelector()
 	if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
 		t.Errorf("pod labels %v do not match the /scale selector %s", d.Spec.Template.Labels, sel)
 	}
-	if !labels.Equals(d.Spec.Selector.MatchLabels, nestedcluster.APIServerSelector("demo")) {
+	if !labels.Equals(d.Spec.Selector.MatchLabels, labels.Set(v1alpha1.ComponentSelector("demo", v1alpha1.ComponentAPIServer))) {
 		t.Errorf("Deployment selector %v, want the /scale selector %s", d.Spec.Selector.MatchLabels, sel)
 	}
 	if *d.Spec.Replicas != 4 || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 || d.Spec.Strategy.RollingUpdate.MaxSurge.IntValue() != 1 {

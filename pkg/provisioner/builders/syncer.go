@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
 	"capn.dev/capn/pkg/versions"
@@ -55,9 +56,9 @@ const DefaultSyncerImage = "capn.dev/capn-syncer:dev"
 // syncerKubeletPort the virtual Nodes' kubelet API (both HTTPS, called by
 // the tenant apiserver at the leader's pod IP).
 const (
-	syncerHealthPort  = 10270
-	syncerWebhookPort = 10271
-	syncerKubeletPort = 10250
+	syncerHealthPort  = cmdsyncer.HealthPort
+	syncerWebhookPort = cmdsyncer.WebhookPort
+	syncerKubeletPort = cmdsyncer.KubeletPort
 )
 
 // DefaultWorkloadQuota is the workload namespace's quota when the
@@ -118,38 +119,34 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		host = provisioner.APIServerName + "." + provisioner.NamespaceOf(nc, p.Addresses()) + ".svc"
 	}
 	flags := map[string]string{
-		"tenant-kubeconfig":         profiles.PKIDir + "/" + profiles.FileKubeconfig,
-		"workload-namespace":        provisioner.WorkloadNamespace(nc),
-		"tenant-apiserver-address":  host + ":" + strconv.Itoa(int(port)),
-		"tenant-dns-domain":         nc.Spec.ClusterNetwork.DNSDomain,
-		"tenant-pod-security":       level,
-		"host-node-selector":        hostNodeSelector(dp.NodeSelector, nc.Spec.DataPlane.NodeSelector),
-		"host-tolerations":          strings.Join(dp.Tolerations, ","),
-		"allowed-runtime-classes":   strings.Join(dp.RuntimeClasses, ","),
-		"leader-elect":              "true",
-		"health-address":            ":" + strconv.Itoa(syncerHealthPort),
-		"webhook-bind-address":      ":" + strconv.Itoa(syncerWebhookPort),
-		"webhook-advertise-address": "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerWebhookPort),
-		"kubelet-bind-address":      ":" + strconv.Itoa(syncerKubeletPort),
-		"kubelet-advertise-address": "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerKubeletPort),
-		"dns-addon":                 strconv.FormatBool(nc.Spec.DNS.Mode != v1alpha1.DNSNone),
+		cmdsyncer.FlagTenantKubeconfig:        profiles.PKIDir + "/" + profiles.FileKubeconfig,
+		cmdsyncer.FlagWorkloadNamespace:       provisioner.WorkloadNamespace(nc),
+		cmdsyncer.FlagTenantAPIServerAddress:  host + ":" + strconv.Itoa(int(port)),
+		cmdsyncer.FlagTenantDNSDomain:         nc.Spec.ClusterNetwork.DNSDomain,
+		cmdsyncer.FlagTenantPodSecurity:       level,
+		cmdsyncer.FlagHostNodeSelector:        hostNodeSelector(dp.NodeSelector, nc.Spec.DataPlane.NodeSelector),
+		cmdsyncer.FlagHostTolerations:         strings.Join(dp.Tolerations, ","),
+		cmdsyncer.FlagAllowedRuntimeClasses:   strings.Join(dp.RuntimeClasses, ","),
+		cmdsyncer.FlagLeaderElect:             "true",
+		cmdsyncer.FlagHealthAddress:           ":" + strconv.Itoa(syncerHealthPort),
+		cmdsyncer.FlagWebhookBindAddress:      ":" + strconv.Itoa(syncerWebhookPort),
+		cmdsyncer.FlagWebhookAdvertiseAddress: "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerWebhookPort),
+		cmdsyncer.FlagKubeletBindAddress:      ":" + strconv.Itoa(syncerKubeletPort),
+		cmdsyncer.FlagKubeletAdvertiseAddress: "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerKubeletPort),
+		cmdsyncer.FlagDNSAddon:                strconv.FormatBool(nc.Spec.DNS.Mode != v1alpha1.DNSNone),
 	}
 	if nc.Spec.DNS.Mode != v1alpha1.DNSNone {
-		flags["dns-image"] = dnsImage(nc, dp)
+		flags[cmdsyncer.FlagDNSImage] = dnsImage(nc, dp)
 		if len(dp.DNSUpstreams) > 0 {
-			flags["dns-upstreams"] = strings.Join(dp.DNSUpstreams, ",")
+			flags[cmdsyncer.FlagDNSUpstreams] = strings.Join(dp.DNSUpstreams, ",")
 		}
 	}
 	maps.Copy(flags, nc.Spec.Syncer.ExtraArgs) // validation refused owned flags
-	var args []string
-	for _, k := range slices.Sorted(maps.Keys(flags)) {
-		args = append(args, "--"+k+"="+flags[k])
-	}
 	c := corev1.Container{
 		Name:           component,
 		Image:          image,
 		Command:        []string{component},
-		Args:           args,
+		Args:           cmdsyncer.Args(flags),
 		Ports:          []corev1.ContainerPort{tcpPort("health", syncerHealthPort), tcpPort("webhook", syncerWebhookPort), tcpPort("kubelet", syncerKubeletPort)},
 		ReadinessProbe: httpProbe("/readyz", syncerHealthPort, 2, 3),
 		LivenessProbe:  httpProbe("/healthz", syncerHealthPort, 10, 6),

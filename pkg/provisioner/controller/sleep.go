@@ -13,7 +13,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/builders"
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // sleepState is what a sync decided about spec.sleep.

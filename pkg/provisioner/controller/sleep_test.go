@@ -19,7 +19,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/pki"
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 func (f *fixture) replicas() map[string]int32 {

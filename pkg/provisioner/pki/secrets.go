@@ -8,6 +8,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // Data is the data of the management namespace's PKI Secrets:
@@ -17,15 +18,10 @@ type Data map[string]map[string][]byte
 // Common names of the clients capn issues certificates to. The API server
 // maps CN to the user and O to groups.
 const (
-	APIServerCommonName = "kube-apiserver"
-	// KubeletClientCommonName carries no group (kubeadm once used
-	// system:masters): the tenant needs a ClusterRoleBinding of this user
-	// to system:kubelet-api-admin, so the credential kube-apiserver holds
-	// for kubelets cannot also administer the whole cluster.
-	KubeletClientCommonName = "kube-apiserver-kubelet-client"
-	EtcdClientCommonName    = "kube-apiserver-etcd-client"
-	ControllerManagerUser   = "system:kube-controller-manager"
-	SchedulerUser           = "system:kube-scheduler"
+	APIServerCommonName   = "kube-apiserver"
+	EtcdClientCommonName  = "kube-apiserver-etcd-client"
+	ControllerManagerUser = "system:kube-controller-manager"
+	SchedulerUser         = "system:kube-scheduler"
 	// SyncerUser is capn-syncer's tenant identity, bound to the tenant
 	// ClusterRole capn:syncer (access.Bootstrap): no group, so nothing but
 	// that role.
@@ -101,7 +97,7 @@ func leafSet(in Inputs) []leaf {
 	none := provisioner.SANs{}
 	ls := []leaf{
 		{secret: provisioner.SecretAPIServerServing, ca: provisioner.SecretCA, spec: spec(APIServerCommonName, UsageServer, in.APIServerSANs)},
-		{secret: provisioner.SecretAPIServerKubeletClient, ca: provisioner.SecretCA, spec: spec(KubeletClientCommonName, UsageClient, none)},
+		{secret: provisioner.SecretAPIServerKubeletClient, ca: provisioner.SecretCA, spec: spec(names.KubeletClientCommonName, UsageClient, none)},
 		{secret: provisioner.SecretFrontProxyClient, ca: provisioner.SecretFrontProxyCA, spec: spec(provisioner.FrontProxyClientCommonName, UsageClient, none)},
 		{secret: provisioner.SecretControllerManagerKC, ca: provisioner.SecretCA, spec: spec(ControllerManagerUser, UsageClient, none), kubeconfig: true},
 		{secret: provisioner.SecretSchedulerKC, ca: provisioner.SecretCA, spec: spec(SchedulerUser, UsageClient, none), kubeconfig: true},

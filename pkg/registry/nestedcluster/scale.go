@@ -116,10 +116,7 @@ func scaleFromNestedCluster(nc *capn.NestedCluster) *scalescheme.Scale {
 // APIServerSelector is the label set on every tenant apiserver pod of a
 // NestedCluster; the provisioner stamps it and /scale reports it.
 func APIServerSelector(clusterName string) labels.Set {
-	return labels.Set{
-		v1alpha1.ClusterLabel:   clusterName,
-		v1alpha1.ComponentLabel: v1alpha1.ComponentAPIServer,
-	}
+	return v1alpha1.ComponentSelector(clusterName, v1alpha1.ComponentAPIServer)
 }
 
 // scaleUpdatedObjectInfo turns old NestedCluster -> old Scale -> new Scale

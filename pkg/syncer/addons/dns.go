@@ -17,24 +17,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
-	"capn.dev/capn/pkg/syncer/names"
-)
-
-// Names of the DNS addon's objects in the tenant's kube-system. kube-dns
-// and k8s-app=kube-dns are what kubeadm clusters use, and what tools that
-// look for cluster DNS expect.
-const (
-	DNSNamespace   = metav1.NamespaceSystem
-	DNSName        = "coredns"
-	DNSServiceName = "kube-dns"
-	DNSAppLabel    = "k8s-app"
-	DNSAppValue    = "kube-dns"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // Ports inside the CoreDNS pod. DNS listens above 1024 so the container
@@ -102,8 +90,8 @@ type DNSObjects struct {
 func Labels() map[string]string {
 	return map[string]string{
 		"app.kubernetes.io/managed-by": names.ManagedByValue,
-		"app.kubernetes.io/name":       DNSName,
-		DNSAppLabel:                    DNSAppValue,
+		"app.kubernetes.io/name":       names.DNSName,
+		names.DNSAppLabel:              names.DNSAppValue,
 	}
 }
 
@@ -147,12 +135,12 @@ func Corefile(c DNSConfig) string {
 // CoreDNS builds the addon.
 func CoreDNS(c DNSConfig) DNSObjects {
 	labels := Labels()
-	selector := map[string]string{DNSAppLabel: DNSAppValue}
-	sa := corev1ac.ServiceAccount(DNSName, DNSNamespace).WithLabels(labels)
-	cm := corev1ac.ConfigMap(DNSName, DNSNamespace).WithLabels(labels).
+	selector := map[string]string{names.DNSAppLabel: names.DNSAppValue}
+	sa := corev1ac.ServiceAccount(names.DNSName, names.DNSNamespace).WithLabels(labels)
+	cm := corev1ac.ConfigMap(names.DNSName, names.DNSNamespace).WithLabels(labels).
 		WithData(map[string]string{"Corefile": Corefile(c)})
 
-	svc := corev1ac.Service(DNSServiceName, DNSNamespace).WithLabels(labels).
+	svc := corev1ac.Service(names.DNSServiceName, names.DNSNamespace).WithLabels(labels).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
 			WithSelector(selector).
@@ -165,7 +153,7 @@ func CoreDNS(c DNSConfig) DNSObjects {
 	}
 
 	container := corev1ac.Container().
-		WithName(DNSName).
+		WithName(names.DNSName).
 		WithImage(c.Image).
 		WithArgs("-conf", "/etc/coredns/Corefile").
 		WithPorts(
@@ -190,7 +178,7 @@ func CoreDNS(c DNSConfig) DNSObjects {
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
 
-	deploy := appsv1ac.Deployment(DNSName, DNSNamespace).WithLabels(labels).
+	deploy := appsv1ac.Deployment(names.DNSName, names.DNSNamespace).WithLabels(labels).
 		WithSpec(appsv1ac.DeploymentSpec().
 			// One replica: a tenant cluster is small and the addon's cost is
 			// the tenant's; a restart is covered by the resolver's retries.
@@ -199,7 +187,7 @@ func CoreDNS(c DNSConfig) DNSObjects {
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).
 				WithSpec(corev1ac.PodSpec().
-					WithServiceAccountName(DNSName).
+					WithServiceAccountName(names.DNSName).
 					// On a virtual Node, so it runs on the management
 					// cluster, where kube-dns's address leads: on a joined
 					// node it would be out of reach of the host pods.
@@ -209,6 +197,6 @@ func CoreDNS(c DNSConfig) DNSObjects {
 					WithDNSPolicy(corev1.DNSDefault).
 					WithContainers(container).
 					WithVolumes(corev1ac.Volume().WithName("config").
-						WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(DNSName))))))
+						WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(names.DNSName))))))
 	return DNSObjects{ServiceAccount: sa, ConfigMap: cm, Service: svc, Deployment: deploy}
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/syncer/addons"
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // DNSOptions configure the tenant's cluster DNS addon.
@@ -41,7 +41,7 @@ const dnsFieldManager = "capn-syncer-addons"
 
 // errNoClusterDNS is why a pod waits: its resolv.conf needs kube-dns's
 // address, which exists once the addon's Service does.
-var errNoClusterDNS = errors.New("waiting for the cluster DNS Service " + addons.DNSNamespace + "/" + addons.DNSServiceName + " to have an address")
+var errNoClusterDNS = errors.New("waiting for the cluster DNS Service " + names.DNSNamespace + "/" + names.DNSServiceName + " to have an address")
 
 // dnsState is the addon's informers and what the syncer remembers of it.
 type dnsState struct {
@@ -61,7 +61,7 @@ type dnsState struct {
 // object whose label a tenant removes looks deleted, and is applied again.
 func (s *Syncer) newDNSState() *dnsState {
 	d := &dnsState{factory: informers.NewSharedInformerFactoryWithOptions(s.o.TenantWatch, s.o.ResyncPeriod,
-		informers.WithNamespace(addons.DNSNamespace),
+		informers.WithNamespace(names.DNSNamespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedBySelector }))}
 	deps := d.factory.Apps().V1().Deployments()
 	sas := d.factory.Core().V1().ServiceAccounts()
@@ -101,11 +101,11 @@ func (s *Syncer) newDNSState() *dnsState {
 // namespace.
 func isDNSObject(obj any) bool {
 	m, ok := obj.(metav1.Object)
-	if !ok || m.GetNamespace() != addons.DNSNamespace {
+	if !ok || m.GetNamespace() != names.DNSNamespace {
 		return false
 	}
 	switch m.GetName() {
-	case addons.DNSName, addons.DNSServiceName:
+	case names.DNSName, names.DNSServiceName:
 		return true
 	}
 	return false
@@ -122,7 +122,7 @@ func (s *Syncer) syncDNS(ctx context.Context) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	live, err := s.tenantServices.Services(addons.DNSNamespace).Get(addons.DNSServiceName)
+	live, err := s.tenantServices.Services(names.DNSNamespace).Get(names.DNSServiceName)
 	switch {
 	case err == nil && usableIP(live.Spec.ClusterIP):
 		c.ClusterIP = live.Spec.ClusterIP
@@ -141,20 +141,20 @@ func (s *Syncer) syncDNS(ctx context.Context) error {
 	o := addons.CoreDNS(c)
 	opts := metav1.ApplyOptions{FieldManager: dnsFieldManager, Force: true}
 	tenant := s.o.Tenant.CoreV1()
-	if _, err := tenant.ServiceAccounts(addons.DNSNamespace).Apply(ctx, o.ServiceAccount, opts); err != nil {
+	if _, err := tenant.ServiceAccounts(names.DNSNamespace).Apply(ctx, o.ServiceAccount, opts); err != nil {
 		return fmt.Errorf("applying the DNS ServiceAccount: %w", err)
 	}
-	if _, err := tenant.ConfigMaps(addons.DNSNamespace).Apply(ctx, o.ConfigMap, opts); err != nil {
+	if _, err := tenant.ConfigMaps(names.DNSNamespace).Apply(ctx, o.ConfigMap, opts); err != nil {
 		return fmt.Errorf("applying the DNS ConfigMap: %w", err)
 	}
-	svc, err := tenant.Services(addons.DNSNamespace).Apply(ctx, o.Service, opts)
+	svc, err := tenant.Services(names.DNSNamespace).Apply(ctx, o.Service, opts)
 	if err != nil && c.ClusterIP != "" && live == nil && apierrors.IsInvalid(err) {
 		// The address kube-dns had was given to another Service on the
 		// host meanwhile: take a new one. Pods made before keep the old
 		// one in their resolv.conf until they are recreated.
 		klog.FromContext(ctx).Info("The cluster DNS address is taken; allocating another", "previous", c.ClusterIP)
 		o.Service.Spec.ClusterIP = nil
-		svc, err = tenant.Services(addons.DNSNamespace).Apply(ctx, o.Service, opts)
+		svc, err = tenant.Services(names.DNSNamespace).Apply(ctx, o.Service, opts)
 	}
 	if err != nil {
 		return fmt.Errorf("applying the DNS Service: %w", err)
@@ -162,7 +162,7 @@ func (s *Syncer) syncDNS(ctx context.Context) error {
 	if usableIP(svc.Spec.ClusterIP) {
 		s.dns.ip = svc.Spec.ClusterIP
 	}
-	if _, err := s.o.Tenant.AppsV1().Deployments(addons.DNSNamespace).Apply(ctx, o.Deployment, opts); err != nil {
+	if _, err := s.o.Tenant.AppsV1().Deployments(names.DNSNamespace).Apply(ctx, o.Deployment, opts); err != nil {
 		return fmt.Errorf("applying the DNS Deployment: %w", err)
 	}
 	return nil
@@ -171,21 +171,21 @@ func (s *Syncer) syncDNS(ctx context.Context) error {
 // removeDNS deletes the addon objects that carry the syncer's label: a
 // tenant's own kube-dns or coredns is not capn's to remove.
 func (s *Syncer) removeDNS(ctx context.Context) error {
-	ns, tenant := addons.DNSNamespace, s.o.Tenant
+	ns, tenant := names.DNSNamespace, s.o.Tenant
 	type target struct {
 		get func() (metav1.Object, error)
 		del func() error
 	}
 	opts := metav1.DeleteOptions{}
 	for _, t := range []target{
-		{func() (metav1.Object, error) { return s.dns.deployments.Deployments(ns).Get(addons.DNSName) },
-			func() error { return tenant.AppsV1().Deployments(ns).Delete(ctx, addons.DNSName, opts) }},
-		{func() (metav1.Object, error) { return s.tenantServices.Services(ns).Get(addons.DNSServiceName) },
-			func() error { return tenant.CoreV1().Services(ns).Delete(ctx, addons.DNSServiceName, opts) }},
-		{func() (metav1.Object, error) { return s.tenantConfigMaps.ConfigMaps(ns).Get(addons.DNSName) },
-			func() error { return tenant.CoreV1().ConfigMaps(ns).Delete(ctx, addons.DNSName, opts) }},
-		{func() (metav1.Object, error) { return s.dns.serviceAccounts.ServiceAccounts(ns).Get(addons.DNSName) },
-			func() error { return tenant.CoreV1().ServiceAccounts(ns).Delete(ctx, addons.DNSName, opts) }},
+		{func() (metav1.Object, error) { return s.dns.deployments.Deployments(ns).Get(names.DNSName) },
+			func() error { return tenant.AppsV1().Deployments(ns).Delete(ctx, names.DNSName, opts) }},
+		{func() (metav1.Object, error) { return s.tenantServices.Services(ns).Get(names.DNSServiceName) },
+			func() error { return tenant.CoreV1().Services(ns).Delete(ctx, names.DNSServiceName, opts) }},
+		{func() (metav1.Object, error) { return s.tenantConfigMaps.ConfigMaps(ns).Get(names.DNSName) },
+			func() error { return tenant.CoreV1().ConfigMaps(ns).Delete(ctx, names.DNSName, opts) }},
+		{func() (metav1.Object, error) { return s.dns.serviceAccounts.ServiceAccounts(ns).Get(names.DNSName) },
+			func() error { return tenant.CoreV1().ServiceAccounts(ns).Delete(ctx, names.DNSName, opts) }},
 	} {
 		m, err := t.get()
 		if apierrors.IsNotFound(err) {
@@ -223,7 +223,7 @@ func (s *Syncer) nameserver() (string, error) {
 	if !s.o.DNS.Enabled {
 		return s.o.Pod.Nameserver, nil
 	}
-	svc, err := s.tenantServices.Services(addons.DNSNamespace).Get(addons.DNSServiceName)
+	svc, err := s.tenantServices.Services(names.DNSNamespace).Get(names.DNSServiceName)
 	if err == nil && usableIP(svc.Spec.ClusterIP) {
 		return svc.Spec.ClusterIP, nil
 	}

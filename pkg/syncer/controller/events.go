@@ -13,8 +13,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/lru"
 
-	"capn.dev/capn/pkg/syncer/names"
 	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // Host Events about host pods are mirrored onto their tenant pods: image

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/syncer/names"
 	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 const testWorkloads = "capn-w"

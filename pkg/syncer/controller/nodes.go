@@ -17,7 +17,7 @@ import (
 
 	"time"
 
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // VirtualNodeLabel is names.VirtualNodeLabel, where it is defined.

@@ -17,8 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/syncer/names"
 	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // fieldManager owns what the syncer writes, on both sides.

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"capn.dev/capn/pkg/syncer/names"
 	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // statusSyncer is a Syncer with what syncPodStatus reads and writes: the

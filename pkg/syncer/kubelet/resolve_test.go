@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 func TestResolve(t *testing.T) {

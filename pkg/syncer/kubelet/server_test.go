@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	utilexec "k8s.io/client-go/util/exec"
 
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 var webHost = names.Host("shop", "web")

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 const eventWorkloads = "capn-team-a-demo-w-0f3c"

@@ -24,7 +24,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
 
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // Context is what the translation needs besides the tenant pod.
@@ -84,9 +84,6 @@ type Result struct {
 // PodSecretName is the name of the host pod host's own Secret.
 func PodSecretName(host string) string { return names.Derived(host, "pod") }
 
-// DefaultMaxGracePeriodSeconds matches the podTemplate allow-list's bound.
-const DefaultMaxGracePeriodSeconds = 60
-
 // Keys of the pod's own Secret.
 const (
 	keyName      = "metadata.name"
@@ -127,7 +124,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	}
 	maxGrace := c.MaxGracePeriodSeconds
 	if maxGrace == 0 {
-		maxGrace = DefaultMaxGracePeriodSeconds
+		maxGrace = names.MaxGracePeriodSeconds
 	}
 	if g := ts.TerminationGracePeriodSeconds; g != nil && *g > maxGrace {
 		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, fmt.Sprintf("must be at most %d", maxGrace)))

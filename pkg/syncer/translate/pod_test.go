@@ -13,7 +13,7 @@ import (
 	"k8s.io/pod-security-admission/api"
 	"sigs.k8s.io/yaml"
 
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/pod/*/output.yaml from the translation")

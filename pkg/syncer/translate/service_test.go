@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"capn.dev/capn/pkg/syncer/names"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 func TestManagementServiceCIDR(t *testing.T) {

@@ -24,6 +24,13 @@ const (
 	ComponentLabel = "capn.dev/component"
 )
 
+// ComponentSelector is the label set that selects the pods of one
+// component of the NestedCluster named cluster: the provisioner's
+// selectors, and for kube-apiserver the selector /scale reports.
+func ComponentSelector(cluster, component string) map[string]string {
+	return map[string]string{ClusterLabel: cluster, ComponentLabel: component}
+}
+
 // UpgradeOrder is the order in which an upgrade rolls the kube-*
 // components; a rollback walks it backwards. etcd is absent on purpose:
 // capn never upgrades a running etcd. A fresh slice each call, so no

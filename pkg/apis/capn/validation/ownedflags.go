@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 )
 
 // Reasons shared by several flags, so one wording explains one mechanism.
@@ -108,27 +109,27 @@ var OwnedFlags = map[string]map[string]string{
 	// tolerations, or lower the Pod Security level would escape its
 	// workload namespace. Left to the tenant: -v, workers, qps and burst.
 	v1alpha1.ComponentSyncer: {
-		"tenant-kubeconfig":            whyKubeconfig,
-		"host-kubeconfig":              "the syncer reaches the management cluster with its own ServiceAccount only",
-		"workload-namespace":           whySyncerScope,
-		"tenant-apiserver-address":     "it is the tenant apiserver's Service address capn allocates",
-		"tenant-nameserver":            "it is the tenant DNS address capn allocates",
-		"dns-addon":                    "it is set from spec.dns.mode",
-		"dns-image":                    "it is set from spec.dns.image",
-		"dns-upstreams":                "it is the provider's --tenant-dns-upstreams: whether tenant DNS queries may leave the cluster",
-		"tenant-dns-domain":            "it is set from spec.clusterNetwork.dnsDomain",
-		"tenant-pod-security":          whySyncerScope,
-		"host-node-selector":           "it is the provider's selector ANDed with spec.dataPlane.nodeSelector",
-		"host-tolerations":             whySyncerScope,
-		"allowed-runtime-classes":      whySyncerScope,
-		"max-termination-grace-period": whySyncerScope,
-		"leader-elect":                 whyLeaderElect,
-		"leader-elect-namespace":       whyLeaderElect,
-		"health-address":               "capn's probes read it",
-		"webhook-bind-address":         whySyncerWebhook,
-		"webhook-advertise-address":    whySyncerWebhook,
-		"kubelet-bind-address":         whySyncerWebhook,
-		"kubelet-advertise-address":    whySyncerWebhook,
+		cmdsyncer.FlagTenantKubeconfig:          whyKubeconfig,
+		cmdsyncer.FlagHostKubeconfig:            "the syncer reaches the management cluster with its own ServiceAccount only",
+		cmdsyncer.FlagWorkloadNamespace:         whySyncerScope,
+		cmdsyncer.FlagTenantAPIServerAddress:    "it is the tenant apiserver's Service address capn allocates",
+		cmdsyncer.FlagTenantNameserver:          "it is the tenant DNS address capn allocates",
+		cmdsyncer.FlagDNSAddon:                  "it is set from spec.dns.mode",
+		cmdsyncer.FlagDNSImage:                  "it is set from spec.dns.image",
+		cmdsyncer.FlagDNSUpstreams:              "it is the provider's --tenant-dns-upstreams: whether tenant DNS queries may leave the cluster",
+		cmdsyncer.FlagTenantDNSDomain:           "it is set from spec.clusterNetwork.dnsDomain",
+		cmdsyncer.FlagTenantPodSecurity:         whySyncerScope,
+		cmdsyncer.FlagHostNodeSelector:          "it is the provider's selector ANDed with spec.dataPlane.nodeSelector",
+		cmdsyncer.FlagHostTolerations:           whySyncerScope,
+		cmdsyncer.FlagAllowedRuntimeClasses:     whySyncerScope,
+		cmdsyncer.FlagMaxTerminationGracePeriod: whySyncerScope,
+		cmdsyncer.FlagLeaderElect:               whyLeaderElect,
+		cmdsyncer.FlagLeaderElectNamespace:      whyLeaderElect,
+		cmdsyncer.FlagHealthAddress:             "capn's probes read it",
+		cmdsyncer.FlagWebhookBindAddress:        whySyncerWebhook,
+		cmdsyncer.FlagWebhookAdvertiseAddress:   whySyncerWebhook,
+		cmdsyncer.FlagKubeletBindAddress:        whySyncerWebhook,
+		cmdsyncer.FlagKubeletAdvertiseAddress:   whySyncerWebhook,
 	},
 }
 

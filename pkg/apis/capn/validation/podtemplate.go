@@ -12,6 +12,8 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // The pod template is a strategic-merge patch over a pod capn generates and
@@ -55,7 +57,6 @@ const (
 	maxEnv             = 64
 	maxPorts           = 8
 	maxCommandArgs     = 64
-	maxGracePeriod     = 60
 	maxTemplateMetaLen = 16 << 10 // labels and annotations, bytes
 )
 
@@ -132,8 +133,8 @@ var (
 			"initContainers": list(maxInitContainers, initContainer),
 			"volumes":        list(maxVolumes, volume),
 			"terminationGracePeriodSeconds": {check: func(v any, p *field.Path) field.ErrorList {
-				if n, ok := v.(float64); !ok || n < 0 || n > maxGracePeriod {
-					return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("must be between 0 and %d seconds", maxGracePeriod))}
+				if n, ok := v.(float64); !ok || n < 0 || n > names.MaxGracePeriodSeconds {
+					return field.ErrorList{field.Invalid(p, v, fmt.Sprintf("must be between 0 and %d seconds", names.MaxGracePeriodSeconds))}
 				}
 				return nil
 			}},

@@ -1,0 +1,31 @@
+package names
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// What follows is vocabulary the provisioner (which grants, issues and
+// validates) and capn-syncer (which serves and applies) must agree on. It
+// lives here, below both, so that neither imports the other.
+
+// Names of the DNS addon's objects in the tenant's kube-system. kube-dns
+// and k8s-app=kube-dns are what kubeadm clusters use, and what tools that
+// look for cluster DNS expect. The syncer applies the addon; the
+// provisioner grants it exactly these names in the tenant's RBAC.
+const (
+	DNSNamespace   = metav1.NamespaceSystem
+	DNSName        = "coredns"
+	DNSServiceName = "kube-dns"
+	DNSAppLabel    = "k8s-app"
+	DNSAppValue    = "kube-dns"
+)
+
+// KubeletClientCommonName is the common name of the client certificate
+// capn issues to the tenant kube-apiserver for kubelets. It carries no
+// group (kubeadm once used system:masters): the tenant binds this user to
+// system:kubelet-api-admin, and capn-syncer, serving the virtual Nodes'
+// kubelet API, admits this name only.
+const KubeletClientCommonName = "kube-apiserver-kubelet-client"
+
+// MaxGracePeriodSeconds bounds terminationGracePeriodSeconds, both in a
+// NestedCluster's podTemplates and, by default, in tenant pods: a host pod
+// may not hold a node's resources longer than the provider allows.
+const MaxGracePeriodSeconds = 60
