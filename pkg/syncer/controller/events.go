@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,34 @@ func newHostEventInformers(o Options) informers.SharedInformerFactory {
 		}))
 }
 
+// eventKind mirrors host Events onto tenant pods. It is a kind for its
+// registration only: it enqueues nothing (each Event is handled once, in
+// the informer's handler), so its queue stays empty, and its informer
+// starts only once the pod caches have synced and is not waited for.
+type eventKind struct {
+	*Syncer
+	hostEvents informers.SharedInformerFactory
+	mirrored   *mirrorLog
+}
+
+const kindEvents = "events"
+
+func (k *eventKind) name() string { return kindEvents }
+
+func (k *eventKind) register(r *registrar) {
+	k.hostEvents = newHostEventInformers(k.o)
+	k.mirrored = newMirrorLog(mirroredEventsSize)
+	r.afterSync(func(ctx context.Context) error {
+		if err := k.startEventMirror(ctx); err != nil {
+			return fmt.Errorf("mirroring host events: %w", err)
+		}
+		return nil
+	})
+}
+
+// sync has nothing to do: nothing is queued (see eventKind).
+func (k *eventKind) sync(context.Context, string) error { return nil }
+
 // mirrorLog remembers the count at which each host Event was mirrored.
 type mirrorLog struct{ seen *lru.Cache }
 
@@ -79,7 +108,7 @@ func (m *mirrorLog) observe(uid types.UID, count int32) bool {
 
 // startEventMirror starts mirroring once the pod caches have synced, so
 // that the Events of the first list find their pods.
-func (s *Syncer) startEventMirror(ctx context.Context) error {
+func (s *eventKind) startEventMirror(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("events")
 	i := s.hostEvents.Core().V1().Events().Informer()
 	_, err := i.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
@@ -96,7 +125,7 @@ func (s *Syncer) startEventMirror(ctx context.Context) error {
 // mirrorEvent records ev on its tenant pod if it is about one of the
 // syncer's host pods, allow-listed, and news. initial marks an Event of
 // the informer's first list.
-func (s *Syncer) mirrorEvent(logger klog.Logger, obj any, initial bool) {
+func (s *eventKind) mirrorEvent(logger klog.Logger, obj any, initial bool) {
 	ev, ok := obj.(*corev1.Event)
 	if !ok || ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.Namespace != s.o.WorkloadNamespace {
 		return

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -50,80 +51,113 @@ const (
 	tokensForAnnotation = "capn.dev/tokens-for"
 )
 
-// syncPod converges one tenant pod, key "<namespace>/<name>", and its host
+// podKind creates, replaces and deletes host pods (spec down-sync).
+type podKind struct {
+	*Syncer
+	// q is its own queue: token refreshes requeue the pod when due.
+	q queue
+	// gc collects the references a deleted host pod leaves behind.
+	gc queue
+}
+
+const kindPods = "pods"
+
+func (k *podKind) name() string { return kindPods }
+
+func (k *podKind) register(r *registrar) {
+	k.q, k.gc = r.queue(kindPods), r.queue(kindGC)
+	handle(k.tenant.Core().V1().Pods().Informer(), func(obj any) { k.q.Add(key(obj)) })
+}
+
+// sync converges one tenant pod, key "<namespace>/<name>", and its host
 // pod.
-func (s *Syncer) syncPod(ctx context.Context, k string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(k)
+func (k *podKind) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
 	}
 	hostName := names.Host(ns, name)
-	tenant, err := s.tenantPods.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		tenant = nil
-	} else if err != nil {
+	tenant, err := cached(k.tenantPods.Pods(ns).Get(name))
+	if err != nil {
 		return err
 	}
-	host, err := s.hostPods.Pods(s.o.WorkloadNamespace).Get(hostName)
-	if apierrors.IsNotFound(err) {
-		host = nil
-	} else if err != nil {
+	host, err := cached(k.hostPods.Pods(k.o.WorkloadNamespace).Get(hostName))
+	if err != nil {
 		return err
 	}
 	// A host pod made for an earlier tenant pod of the same name (a
 	// StatefulSet's replacement) is that pod's: delete it first.
 	if host != nil && (tenant == nil || host.Labels[names.TenantUIDLabel] != string(tenant.UID)) {
-		return s.deleteHostPod(ctx, host, nil)
+		return k.deleteHostPod(ctx, host, nil)
 	}
 	if tenant == nil {
 		return nil
 	}
 	if tenant.DeletionTimestamp != nil {
-		return s.finishDeletion(ctx, tenant, host)
+		return k.finishDeletion(ctx, tenant, host)
 	}
 	if tenant.Spec.NodeName == "" || isTerminal(tenant) {
 		return nil
 	}
-	if _, err := s.hostNodes.Get(tenant.Spec.NodeName); err != nil {
+	if _, err := k.hostNodes.Get(tenant.Spec.NodeName); err != nil {
 		// Bound to a Node that is not one of ours (a joined real node).
 		return nil
 	}
 	if host == nil {
 		if tenant.Status.HostIP != "" || tenant.Status.Phase == corev1.PodRunning {
 			// It ran, and its host pod is gone: like an eviction.
-			return s.failTenantPod(ctx, tenant, ReasonHostPodDeleted, "the pod's host pod was deleted")
+			return k.failTenantPod(ctx, tenant, ReasonHostPodDeleted, "the pod's host pod was deleted")
 		}
-		return s.createHostPod(ctx, tenant)
+		return k.createHostPod(ctx, tenant)
 	}
-	if err := s.refreshTokens(ctx, tenant, host); err != nil {
+	if err := k.refreshTokens(ctx, tenant, host); err != nil {
 		return err
 	}
-	return s.upSync(ctx, tenant, host)
+	return k.upSync(ctx, tenant, host)
 }
 
-// syncPodStatus up-syncs a running pod's status after its host pod
-// changed, and hands anything else (a host pod gone, replaced or orphaned,
-// a tenant pod deleting) to syncPod. Both may update the same tenant pod
-// at once; the loser's write conflicts and is retried.
-func (s *Syncer) syncPodStatus(ctx context.Context, k string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(k)
+// podStatusKind up-syncs a running pod's status after its host pod
+// changed, on its own queue and workers, so that a burst of host-pod
+// creations on the pods queue does not hold back Ready for pods already
+// running.
+type podStatusKind struct {
+	*Syncer
+	// pods gets anything but an up-sync.
+	pods queue
+}
+
+const kindPodStatus = "podStatus"
+
+func (k *podStatusKind) name() string { return kindPodStatus }
+
+func (k *podStatusKind) register(r *registrar) {
+	k.pods = r.queue(kindPods)
+	handle(k.host.Core().V1().Pods().Informer(), byIdentity(r.queue(kindPodStatus)))
+}
+
+// sync up-syncs the status of the tenant pod k, and hands anything else
+// (a host pod gone, replaced or orphaned, a tenant pod deleting) to
+// podKind, so that only one of the two creates or deletes. Both may update
+// the same tenant pod at once; the loser's write conflicts and is retried.
+func (k *podStatusKind) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
 	}
-	tenant, err := s.tenantPods.Pods(ns).Get(name)
+	tenant, err := k.tenantPods.Pods(ns).Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	host, err := s.hostPods.Pods(s.o.WorkloadNamespace).Get(names.Host(ns, name))
+	host, err := k.hostPods.Pods(k.o.WorkloadNamespace).Get(names.Host(ns, name))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if tenant == nil || host == nil || host.Labels[names.TenantUIDLabel] != string(tenant.UID) ||
 		tenant.DeletionTimestamp != nil || isTerminal(tenant) {
-		s.pods.Add(k)
+		k.pods.Add(key)
 		return nil
 	}
-	return s.upSync(ctx, tenant, host)
+	return k.upSync(ctx, tenant, host)
 }
 
 func isTerminal(p *corev1.Pod) bool {
@@ -133,7 +167,7 @@ func isTerminal(p *corev1.Pod) bool {
 // createHostPod translates the tenant pod, syncs what it references and
 // its own Secret, and creates it on the host. A refused pod fails in the
 // tenant with the reasons and an Event; nothing is created for it.
-func (s *Syncer) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
+func (s *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 	c := s.o.Pod
 	ns, err := s.nameserver()
 	if err != nil {
@@ -200,7 +234,7 @@ func refusal(errs field.ErrorList) string {
 // failTenantPod moves a pod the syncer cannot run to Failed, with reason,
 // and tells the tenant with a Warning Event. Only once: a Failed pod is
 // terminal and never synced again.
-func (s *Syncer) failTenantPod(ctx context.Context, tenant *corev1.Pod, reason, message string) error {
+func (s *podKind) failTenantPod(ctx context.Context, tenant *corev1.Pod, reason, message string) error {
 	upd := tenant.DeepCopy()
 	upd.Status.Phase = corev1.PodFailed
 	upd.Status.Reason = reason
@@ -214,23 +248,33 @@ func (s *Syncer) failTenantPod(ctx context.Context, tenant *corev1.Pod, reason, 
 
 // upSync writes the host pod's status to the tenant pod when it differs.
 func (s *Syncer) upSync(ctx context.Context, tenant, host *corev1.Pod) error {
-	st := translate.Status(tenant, host)
-	if equality.Semantic.DeepEqual(st, tenant.Status) {
-		return nil
-	}
-	upd := tenant.DeepCopy()
-	upd.Status = st
-	_, err := s.o.Tenant.CoreV1().Pods(tenant.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("pod %s/%s changed, retrying: %w", tenant.Namespace, tenant.Name, err)
-	}
+	want := &corev1.Pod{ObjectMeta: tenant.ObjectMeta, Status: translate.Status(tenant, host)}
+	_, _, err := applyIfChanged(ctx, statusWriter{s.o.Tenant.CoreV1().Pods(tenant.Namespace)}, tenant, want, podStatusFields)
 	return err
+}
+
+// podStatusFields: the status, all of it the host's.
+var podStatusFields = owned[*corev1.Pod]{
+	equal: func(cur, want *corev1.Pod) bool { return equality.Semantic.DeepEqual(want.Status, cur.Status) },
+	merge: func(cur, want *corev1.Pod) *corev1.Pod {
+		upd := cur.DeepCopy()
+		upd.Status = want.Status
+		return upd
+	},
+}
+
+// statusWriter updates a pod's status subresource. It never creates:
+// upSync has a tenant pod.
+type statusWriter struct{ typedcorev1.PodInterface }
+
+func (w statusWriter) Update(ctx context.Context, p *corev1.Pod, o metav1.UpdateOptions) (*corev1.Pod, error) {
+	return w.UpdateStatus(ctx, p, o)
 }
 
 // finishDeletion is the kubelet's half of a graceful delete: the host pod
 // gets the tenant pod's grace period, and once it is gone the tenant pod is
 // removed for good.
-func (s *Syncer) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) error {
+func (s *podKind) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) error {
 	if host != nil {
 		return s.deleteHostPod(ctx, host, tenant.DeletionGracePeriodSeconds)
 	}
@@ -247,7 +291,7 @@ func (s *Syncer) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) e
 // deleteHostPod deletes host (the UID precondition keeps it from hitting
 // a newer pod of the same name) and its own Secret, and queues the
 // collection of references no pod needs any more.
-func (s *Syncer) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int64) error {
+func (s *podKind) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int64) error {
 	if host.DeletionTimestamp == nil {
 		err := s.o.Host.CoreV1().Pods(host.Namespace).Delete(ctx, host.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: grace,
@@ -257,14 +301,14 @@ func (s *Syncer) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int
 			return fmt.Errorf("deleting host pod %s: %w", host.Name, err)
 		}
 	}
-	s.objects.AddAfter(gcKey, time.Second)
+	s.gc.AddAfter(gcKey, time.Second)
 	return nil
 }
 
 // ensurePodSecret writes the pod's own Secret: its tenant identity for the
 // downward API and its service-account tokens, requested from the tenant
 // apiserver bound to the tenant pod.
-func (s *Syncer) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *translate.Result) error {
+func (s *podKind) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *translate.Result) error {
 	name := res.SecretName
 	data := map[string][]byte{}
 	for k, v := range res.SecretData {
@@ -305,7 +349,7 @@ func (s *Syncer) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *t
 	return s.replaceSecret(ctx, cur, sec)
 }
 
-func (s *Syncer) replaceSecret(ctx context.Context, cur, want *corev1.Secret) error {
+func (s *podKind) replaceSecret(ctx context.Context, cur, want *corev1.Secret) error {
 	upd := cur.DeepCopy()
 	upd.Labels, upd.Annotations, upd.Data = want.Labels, want.Annotations, want.Data
 	_, err := s.o.Host.CoreV1().Secrets(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
@@ -314,7 +358,7 @@ func (s *Syncer) replaceSecret(ctx context.Context, cur, want *corev1.Secret) er
 
 // requestTokens fills data with a fresh token for each projection and
 // returns when the first of them is due for refresh (zero for none).
-func (s *Syncer) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens []translate.Token, data map[string][]byte) (time.Time, error) {
+func (s *podKind) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens []translate.Token, data map[string][]byte) (time.Time, error) {
 	var due time.Time
 	sa := tenant.Spec.ServiceAccountName
 	if sa == "" {
@@ -344,7 +388,7 @@ func (s *Syncer) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens [
 
 // refreshTokens renews a running pod's tokens when due, and requeues the
 // pod for the next refresh.
-func (s *Syncer) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) error {
+func (s *podKind) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) error {
 	name := translate.PodSecretName(host.Name)
 	sec, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(name)
 	if err != nil {
@@ -358,7 +402,7 @@ func (s *Syncer) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) er
 		return nil // no tokens
 	}
 	if wait := at.Sub(s.now()); wait > 0 {
-		s.pods.AddAfter(tenant.Namespace+"/"+tenant.Name, wait)
+		s.q.AddAfter(tenant.Namespace+"/"+tenant.Name, wait)
 		return nil
 	}
 	c := s.o.Pod
