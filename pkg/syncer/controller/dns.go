@@ -63,8 +63,6 @@ type dnsKind struct {
 	ip string
 }
 
-const kindDNS = "dns"
-
 func (k *dnsKind) name() string { return kindDNS }
 
 // register watches the addon's Deployment and ServiceAccount (its
@@ -132,15 +130,15 @@ func isDNSObject(obj any) bool {
 // sync applies the addon, or removes what the syncer made of it when DNS
 // is off. Applies are server-side and forced: a field capn sets that a
 // tenant edited comes back; fields capn does not set are the tenant's.
-func (s *dnsKind) sync(ctx context.Context, _ string) error {
-	if !s.o.DNS.Enabled {
-		return s.removeDNS(ctx)
+func (k *dnsKind) sync(ctx context.Context, _ string) error {
+	if !k.o.DNS.Enabled {
+		return k.removeDNS(ctx)
 	}
-	c := addons.DNSConfig{Image: s.o.DNS.Image, Domain: s.o.Pod.DNSDomain, Upstreams: s.o.DNS.Upstreams, ClusterIP: s.ip}
+	c := addons.DNSConfig{Image: k.o.DNS.Image, Domain: k.o.Pod.DNSDomain, Upstreams: k.o.DNS.Upstreams, ClusterIP: k.ip}
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	live, err := s.tenantServices.Services(addons.DNSNamespace).Get(addons.DNSServiceName)
+	live, err := k.tenantServices.Services(addons.DNSNamespace).Get(addons.DNSServiceName)
 	switch {
 	case err == nil && usableIP(live.Spec.ClusterIP):
 		c.ClusterIP = live.Spec.ClusterIP
@@ -149,7 +147,7 @@ func (s *dnsKind) sync(ctx context.Context, _ string) error {
 	case err != nil:
 		return err
 	}
-	if live == nil && !s.webhookRegistered() {
+	if live == nil && !k.webhookRegistered() {
 		// Made before the webhook is in place, kube-dns would get its
 		// address from the tenant's allocator, which the host may have
 		// given to another Service: the webhook's registration enqueues
@@ -158,7 +156,7 @@ func (s *dnsKind) sync(ctx context.Context, _ string) error {
 	}
 	o := addons.CoreDNS(c)
 	opts := metav1.ApplyOptions{FieldManager: dnsFieldManager, Force: true}
-	tenant := s.o.Tenant.CoreV1()
+	tenant := k.o.Tenant.CoreV1()
 	if _, err := tenant.ServiceAccounts(addons.DNSNamespace).Apply(ctx, o.ServiceAccount, opts); err != nil {
 		return fmt.Errorf("applying the DNS ServiceAccount: %w", err)
 	}
@@ -178,9 +176,9 @@ func (s *dnsKind) sync(ctx context.Context, _ string) error {
 		return fmt.Errorf("applying the DNS Service: %w", err)
 	}
 	if usableIP(svc.Spec.ClusterIP) {
-		s.ip = svc.Spec.ClusterIP
+		k.ip = svc.Spec.ClusterIP
 	}
-	if _, err := s.o.Tenant.AppsV1().Deployments(addons.DNSNamespace).Apply(ctx, o.Deployment, opts); err != nil {
+	if _, err := k.o.Tenant.AppsV1().Deployments(addons.DNSNamespace).Apply(ctx, o.Deployment, opts); err != nil {
 		return fmt.Errorf("applying the DNS Deployment: %w", err)
 	}
 	return nil
@@ -188,21 +186,21 @@ func (s *dnsKind) sync(ctx context.Context, _ string) error {
 
 // removeDNS deletes the addon objects that carry the syncer's label: a
 // tenant's own kube-dns or coredns is not capn's to remove.
-func (s *dnsKind) removeDNS(ctx context.Context) error {
-	ns, tenant := addons.DNSNamespace, s.o.Tenant
+func (k *dnsKind) removeDNS(ctx context.Context) error {
+	ns, tenant := addons.DNSNamespace, k.o.Tenant
 	type target struct {
 		get func() (metav1.Object, error)
 		del func() error
 	}
 	opts := metav1.DeleteOptions{}
 	for _, t := range []target{
-		{func() (metav1.Object, error) { return s.deployments.Deployments(ns).Get(addons.DNSName) },
+		{func() (metav1.Object, error) { return k.deployments.Deployments(ns).Get(addons.DNSName) },
 			func() error { return tenant.AppsV1().Deployments(ns).Delete(ctx, addons.DNSName, opts) }},
-		{func() (metav1.Object, error) { return s.tenantServices.Services(ns).Get(addons.DNSServiceName) },
+		{func() (metav1.Object, error) { return k.tenantServices.Services(ns).Get(addons.DNSServiceName) },
 			func() error { return tenant.CoreV1().Services(ns).Delete(ctx, addons.DNSServiceName, opts) }},
-		{func() (metav1.Object, error) { return s.tenantConfigMaps.ConfigMaps(ns).Get(addons.DNSName) },
+		{func() (metav1.Object, error) { return k.tenantConfigMaps.ConfigMaps(ns).Get(addons.DNSName) },
 			func() error { return tenant.CoreV1().ConfigMaps(ns).Delete(ctx, addons.DNSName, opts) }},
-		{func() (metav1.Object, error) { return s.serviceAccounts.ServiceAccounts(ns).Get(addons.DNSName) },
+		{func() (metav1.Object, error) { return k.serviceAccounts.ServiceAccounts(ns).Get(addons.DNSName) },
 			func() error { return tenant.CoreV1().ServiceAccounts(ns).Delete(ctx, addons.DNSName, opts) }},
 	} {
 		m, err := t.get()

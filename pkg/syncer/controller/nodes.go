@@ -40,8 +40,6 @@ type KubeletEndpoint = translate.KubeletEndpoint
 // their Leases.
 type nodeKind struct{ *Syncer }
 
-const kindNodes = "nodes"
-
 func (k *nodeKind) name() string { return kindNodes }
 
 func (k *nodeKind) register(r *registrar) {

@@ -123,8 +123,6 @@ var secretFields = owned[*corev1.Secret]{
 // deleted (gcKind collects them).
 type configMapKind struct{ *Syncer }
 
-const kindConfigMaps = "configmaps"
-
 func (k *configMapKind) name() string { return kindConfigMaps }
 
 func (k *configMapKind) register(r *registrar) {
@@ -139,17 +137,11 @@ func (k *configMapKind) register(r *registrar) {
 }
 
 func (k *configMapKind) sync(ctx context.Context, key string) error {
-	t, err := tenantCopied(key, k.hostConfigMaps.ConfigMaps(k.o.WorkloadNamespace).Get, k.tenantConfigMaps.ConfigMaps)
-	if t == nil || err != nil {
-		return err
-	}
-	return k.copyConfigMap(ctx, t)
+	return syncCopy(ctx, key, k.hostConfigMaps.ConfigMaps(k.o.WorkloadNamespace).Get, k.tenantConfigMaps.ConfigMaps, k.copyConfigMap)
 }
 
 // secretKind is configMapKind's twin for Secrets.
 type secretKind struct{ *Syncer }
-
-const kindSecrets = "secrets"
 
 func (k *secretKind) name() string { return kindSecrets }
 
@@ -160,28 +152,29 @@ func (k *secretKind) register(r *registrar) {
 }
 
 func (k *secretKind) sync(ctx context.Context, key string) error {
-	t, err := tenantCopied(key, k.hostSecrets.Secrets(k.o.WorkloadNamespace).Get, k.tenantSecrets.Secrets)
-	if t == nil || err != nil {
-		return err
-	}
-	return k.copySecret(ctx, t)
+	return syncCopy(ctx, key, k.hostSecrets.Secrets(k.o.WorkloadNamespace).Get, k.tenantSecrets.Secrets, k.copySecret)
 }
 
 // namespaceGetter is a lister's namespaced half.
 type namespaceGetter[T any] interface{ Get(name string) (T, error) }
 
-// tenantCopied is the tenant object of key if it has a host copy (a pod
-// needed it), and nil when either is gone.
-func tenantCopied[T any, G namespaceGetter[T]](key string, hostGet func(string) (T, error), tenantNS func(string) G) (T, error) {
-	var none T
+// syncCopy updates the host copy of the tenant object key, if there is
+// one (a pod needed it) and the tenant's is still there: a copy is kept
+// while pods use it, as a kubelet keeps a mounted copy.
+func syncCopy[O any, T object[O], G namespaceGetter[T]](ctx context.Context, key string,
+	hostGet func(string) (T, error), tenantNS func(string) G, update func(context.Context, T) error) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return none, nil
+		return nil
 	}
 	if _, err := hostGet(names.Host(ns, name)); apierrors.IsNotFound(err) {
-		return none, nil
+		return nil
 	}
-	return cached(tenantNS(ns).Get(name))
+	t, err := cached(tenantNS(ns).Get(name))
+	if t == nil || err != nil {
+		return err
+	}
+	return update(ctx, t)
 }
 
 // gcKey is the gc queue's one key.
@@ -194,8 +187,6 @@ type gcKind struct {
 	q queue
 }
 
-const kindGC = "gc"
-
 func (k *gcKind) name() string { return kindGC }
 
 func (k *gcKind) register(r *registrar) { k.q = r.queue(kindGC) }
@@ -203,8 +194,8 @@ func (k *gcKind) register(r *registrar) { k.q = r.queue(kindGC) }
 func (k *gcKind) sync(ctx context.Context, _ string) error { return k.collect(ctx) }
 
 // collect deletes host ConfigMaps and Secrets that no host pod references.
-func (s *gcKind) collect(ctx context.Context) error {
-	pods, err := s.hostPods.Pods(s.o.WorkloadNamespace).List(labels.Everything())
+func (k *gcKind) collect(ctx context.Context) error {
+	pods, err := k.hostPods.Pods(k.o.WorkloadNamespace).List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -212,8 +203,8 @@ func (s *gcKind) collect(ctx context.Context) error {
 	for _, p := range pods {
 		refsOf(&p.Spec, cms, secrets)
 	}
-	old := func(o metav1.Object) bool { return s.now().Sub(o.GetCreationTimestamp().Time) > gcMinAge }
-	hostCMs, err := s.hostConfigMaps.ConfigMaps(s.o.WorkloadNamespace).List(labels.Everything())
+	old := func(o metav1.Object) bool { return k.now().Sub(o.GetCreationTimestamp().Time) > gcMinAge }
+	hostCMs, err := k.hostConfigMaps.ConfigMaps(k.o.WorkloadNamespace).List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -226,11 +217,11 @@ func (s *gcKind) collect(ctx context.Context) error {
 			retry = true
 			continue
 		}
-		if err := deleteUID(ctx, s.o.Host.CoreV1().ConfigMaps(cm.Namespace).Delete, cm); err != nil {
+		if err := deleteUID(ctx, k.o.Host.CoreV1().ConfigMaps(cm.Namespace).Delete, cm); err != nil {
 			return err
 		}
 	}
-	hostSecrets, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).List(labels.Everything())
+	hostSecrets, err := k.hostSecrets.Secrets(k.o.WorkloadNamespace).List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -242,12 +233,12 @@ func (s *gcKind) collect(ctx context.Context) error {
 			retry = true
 			continue
 		}
-		if err := deleteUID(ctx, s.o.Host.CoreV1().Secrets(sec.Namespace).Delete, sec); err != nil {
+		if err := deleteUID(ctx, k.o.Host.CoreV1().Secrets(sec.Namespace).Delete, sec); err != nil {
 			return err
 		}
 	}
 	if retry {
-		s.q.AddAfter(gcKey, gcMinAge)
+		k.q.AddAfter(gcKey, gcMinAge)
 	}
 	return nil
 }

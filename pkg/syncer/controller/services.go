@@ -27,8 +27,6 @@ type serviceKind struct {
 	q queue
 }
 
-const kindServices = "services"
-
 func (k *serviceKind) name() string { return kindServices }
 
 func (k *serviceKind) register(r *registrar) {

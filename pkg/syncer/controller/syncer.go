@@ -94,6 +94,21 @@ type Syncer struct {
 	reg    *registrar
 }
 
+// The kinds' names: their queues', in logs and metrics, and how one
+// kind enqueues onto another's queue (registrar.queue).
+const (
+	kindNodes      = "nodes"
+	kindPods       = "pods"
+	kindPodStatus  = "podStatus"
+	kindServices   = "services"
+	kindConfigMaps = "configmaps"
+	kindSecrets    = "secrets"
+	kindGC         = "gc"
+	kindWebhook    = "webhook"
+	kindDNS        = "dns"
+	kindEvents     = "events"
+)
+
 // kinds are the syncer's kinds, one line each: a kind is added here.
 func (s *Syncer) kinds() []kindSyncer {
 	return []kindSyncer{

@@ -372,8 +372,6 @@ type webhookKind struct {
 	q queue
 }
 
-const kindWebhook = "webhook"
-
 // webhookKey is the webhook queue's one key.
 const webhookKey = "webhook"
 
