@@ -131,7 +131,7 @@ func (k *podStatusKind) register(r *registrar) {
 	handle(k.host.Core().V1().Pods().Informer(), byIdentity(r.queue(kindPodStatus)))
 }
 
-// sync up-syncs the status of the tenant pod k, and hands anything else
+// sync up-syncs the status of the tenant pod key, and hands anything else
 // (a host pod gone, replaced or orphaned, a tenant pod deleting) to
 // podKind, so that only one of the two creates or deletes. Both may update
 // the same tenant pod at once; the loser's write conflicts and is retried.

@@ -63,7 +63,7 @@ func TestSyncPodStatusUpSyncsARunningPod(t *testing.T) {
 	assert.Zero(t, s.pods.Len(), "an up-sync is the status queue's own work")
 }
 
-// Anything but an up-sync (creating, failing or deleting) stays syncPod's,
+// Anything but an up-sync (creating, failing or deleting) stays podKind's,
 // so the two queues never both create or delete.
 func TestSyncPodStatusHandsTheRestToSyncPod(t *testing.T) {
 	for name, uids := range map[string][2]string{

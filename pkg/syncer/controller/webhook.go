@@ -267,7 +267,7 @@ func deny(err error) *admissionv1.AdmissionResponse {
 
 // allocateClusterIP creates svc's host Service, without the tenant UID
 // (the tenant object has none before it is stored), and returns the
-// ClusterIP the host gave it. syncService adopts it once the tenant
+// ClusterIP the host gave it. serviceKind adopts it once the tenant
 // Service exists with that IP, and collects it after pendingServiceGrace
 // otherwise. Reads here are live: the cache may not show the host Service
 // an earlier attempt made a moment ago.
