@@ -33,7 +33,7 @@ type DNSOptions struct {
 	Upstreams []string
 }
 
-// dnsKey on the objects queue applies (or removes) the DNS addon.
+// dnsKey is the dns queue's one key.
 const dnsKey = "dns"
 
 // dnsFieldManager owns the addon's fields in the tenant.
@@ -43,33 +43,45 @@ const dnsFieldManager = "capn-syncer-addons"
 // address, which exists once the addon's Service does.
 var errNoClusterDNS = errors.New("waiting for the cluster DNS Service " + names.DNSNamespace + "/" + names.DNSServiceName + " to have an address")
 
-// dnsState is the addon's informers and what the syncer remembers of it.
-type dnsState struct {
+// dnsKind applies the tenant's cluster DNS addon (or removes it). It
+// stays on server-side apply rather than applyIfChanged: the addon's
+// builders (pkg/syncer/addons) are apply configurations, and a forced
+// apply is what gives capn's fields back after a tenant edit while leaving
+// the fields capn does not set to the tenant, which a compare of whole
+// objects cannot tell apart. It runs only when an addon object or the
+// webhook configuration changed, so an idle tenant makes no applies.
+type dnsKind struct {
+	*Syncer
+	q               queue
 	factory         informers.SharedInformerFactory
 	deployments     appslisters.DeploymentLister
 	serviceAccounts corelisters.ServiceAccountLister
 
 	// ip is kube-dns's last address, reused when the Service is made
-	// again: running pods' resolv.conf names it. Only syncDNS reads and
+	// again: running pods' resolv.conf names it. Only sync reads and
 	// writes it, and the workqueue never runs one key twice at once.
 	ip string
 }
 
-// newDNSState watches the addon's Deployment and ServiceAccount (its
-// ConfigMap and Service are in the syncer's cluster-wide caches already):
-// only kube-system, only what carries the syncer's managed-by label. An
-// object whose label a tenant removes looks deleted, and is applied again.
-func (s *Syncer) newDNSState() *dnsState {
-	d := &dnsState{factory: informers.NewSharedInformerFactoryWithOptions(s.o.TenantWatch, s.o.ResyncPeriod,
+func (k *dnsKind) name() string { return kindDNS }
+
+// register watches the addon's Deployment and ServiceAccount (its
+// ConfigMap and Service are in the syncer's cluster-wide caches already,
+// and configMapKind and serviceKind enqueue dnsKey for them): only
+// kube-system, only what carries the syncer's managed-by label. An object
+// whose label a tenant removes looks deleted, and is applied again.
+func (k *dnsKind) register(r *registrar) {
+	k.q = r.queue(kindDNS)
+	k.factory = informers.NewSharedInformerFactoryWithOptions(k.o.TenantWatch, k.o.ResyncPeriod,
 		informers.WithNamespace(names.DNSNamespace),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedBySelector }))}
-	deps := d.factory.Apps().V1().Deployments()
-	sas := d.factory.Core().V1().ServiceAccounts()
-	d.deployments, d.serviceAccounts = deps.Lister(), sas.Lister()
-	s.synced = append(s.synced, deps.Informer().HasSynced, sas.Informer().HasSynced)
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedBySelector }))
+	deps := k.factory.Apps().V1().Deployments()
+	sas := k.factory.Core().V1().ServiceAccounts()
+	k.deployments, k.serviceAccounts = deps.Lister(), sas.Lister()
+	r.waitFor(deps.Informer().HasSynced, sas.Informer().HasSynced)
 	enqueue := func(obj any) {
 		if isDNSObject(obj) {
-			s.objects.Add(dnsKey)
+			k.q.Add(dnsKey)
 		}
 	}
 	// A Deployment's status moves with its pods; only a change to what
@@ -93,7 +105,11 @@ func (s *Syncer) newDNSState() *dnsState {
 		},
 	})
 	handle(sas.Informer(), enqueue)
-	return d
+	r.beforeSync(func(ctx context.Context) error {
+		k.factory.Start(ctx.Done())
+		k.q.Add(dnsKey)
+		return nil
+	})
 }
 
 // isDNSObject reports whether obj is one of the addon's objects, by
@@ -111,18 +127,18 @@ func isDNSObject(obj any) bool {
 	return false
 }
 
-// syncDNS applies the addon, or removes what the syncer made of it when
-// DNS is off. Applies are server-side and forced: a field capn sets that a
+// sync applies the addon, or removes what the syncer made of it when DNS
+// is off. Applies are server-side and forced: a field capn sets that a
 // tenant edited comes back; fields capn does not set are the tenant's.
-func (s *Syncer) syncDNS(ctx context.Context) error {
-	if !s.o.DNS.Enabled {
-		return s.removeDNS(ctx)
+func (k *dnsKind) sync(ctx context.Context, _ string) error {
+	if !k.o.DNS.Enabled {
+		return k.removeDNS(ctx)
 	}
-	c := addons.DNSConfig{Image: s.o.DNS.Image, Domain: s.o.Pod.DNSDomain, Upstreams: s.o.DNS.Upstreams, ClusterIP: s.dns.ip}
+	c := addons.DNSConfig{Image: k.o.DNS.Image, Domain: k.o.Pod.DNSDomain, Upstreams: k.o.DNS.Upstreams, ClusterIP: k.ip}
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	live, err := s.tenantServices.Services(names.DNSNamespace).Get(names.DNSServiceName)
+	live, err := k.tenantServices.Services(names.DNSNamespace).Get(names.DNSServiceName)
 	switch {
 	case err == nil && usableIP(live.Spec.ClusterIP):
 		c.ClusterIP = live.Spec.ClusterIP
@@ -131,7 +147,7 @@ func (s *Syncer) syncDNS(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
-	if live == nil && !s.webhookRegistered() {
+	if live == nil && !k.webhookRegistered() {
 		// Made before the webhook is in place, kube-dns would get its
 		// address from the tenant's allocator, which the host may have
 		// given to another Service: the webhook's registration enqueues
@@ -140,7 +156,7 @@ func (s *Syncer) syncDNS(ctx context.Context) error {
 	}
 	o := addons.CoreDNS(c)
 	opts := metav1.ApplyOptions{FieldManager: dnsFieldManager, Force: true}
-	tenant := s.o.Tenant.CoreV1()
+	tenant := k.o.Tenant.CoreV1()
 	if _, err := tenant.ServiceAccounts(names.DNSNamespace).Apply(ctx, o.ServiceAccount, opts); err != nil {
 		return fmt.Errorf("applying the DNS ServiceAccount: %w", err)
 	}
@@ -160,9 +176,9 @@ func (s *Syncer) syncDNS(ctx context.Context) error {
 		return fmt.Errorf("applying the DNS Service: %w", err)
 	}
 	if usableIP(svc.Spec.ClusterIP) {
-		s.dns.ip = svc.Spec.ClusterIP
+		k.ip = svc.Spec.ClusterIP
 	}
-	if _, err := s.o.Tenant.AppsV1().Deployments(names.DNSNamespace).Apply(ctx, o.Deployment, opts); err != nil {
+	if _, err := k.o.Tenant.AppsV1().Deployments(names.DNSNamespace).Apply(ctx, o.Deployment, opts); err != nil {
 		return fmt.Errorf("applying the DNS Deployment: %w", err)
 	}
 	return nil
@@ -170,21 +186,21 @@ func (s *Syncer) syncDNS(ctx context.Context) error {
 
 // removeDNS deletes the addon objects that carry the syncer's label: a
 // tenant's own kube-dns or coredns is not capn's to remove.
-func (s *Syncer) removeDNS(ctx context.Context) error {
-	ns, tenant := names.DNSNamespace, s.o.Tenant
+func (k *dnsKind) removeDNS(ctx context.Context) error {
+	ns, tenant := names.DNSNamespace, k.o.Tenant
 	type target struct {
 		get func() (metav1.Object, error)
 		del func() error
 	}
 	opts := metav1.DeleteOptions{}
 	for _, t := range []target{
-		{func() (metav1.Object, error) { return s.dns.deployments.Deployments(ns).Get(names.DNSName) },
+		{func() (metav1.Object, error) { return k.deployments.Deployments(ns).Get(names.DNSName) },
 			func() error { return tenant.AppsV1().Deployments(ns).Delete(ctx, names.DNSName, opts) }},
-		{func() (metav1.Object, error) { return s.tenantServices.Services(ns).Get(names.DNSServiceName) },
+		{func() (metav1.Object, error) { return k.tenantServices.Services(ns).Get(names.DNSServiceName) },
 			func() error { return tenant.CoreV1().Services(ns).Delete(ctx, names.DNSServiceName, opts) }},
-		{func() (metav1.Object, error) { return s.tenantConfigMaps.ConfigMaps(ns).Get(names.DNSName) },
+		{func() (metav1.Object, error) { return k.tenantConfigMaps.ConfigMaps(ns).Get(names.DNSName) },
 			func() error { return tenant.CoreV1().ConfigMaps(ns).Delete(ctx, names.DNSName, opts) }},
-		{func() (metav1.Object, error) { return s.dns.serviceAccounts.ServiceAccounts(ns).Get(names.DNSName) },
+		{func() (metav1.Object, error) { return k.serviceAccounts.ServiceAccounts(ns).Get(names.DNSName) },
 			func() error { return tenant.CoreV1().ServiceAccounts(ns).Delete(ctx, names.DNSName, opts) }},
 	} {
 		m, err := t.get()

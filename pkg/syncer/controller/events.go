@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,32 @@ func newHostEventInformers(o Options) informers.SharedInformerFactory {
 		}))
 }
 
+// eventKind mirrors host Events onto tenant pods. It is a kind for its
+// registration only: it enqueues nothing (each Event is handled once, in
+// the informer's handler), so its queue stays empty, and its informer
+// starts only once the pod caches have synced and is not waited for.
+type eventKind struct {
+	*Syncer
+	hostEvents informers.SharedInformerFactory
+	mirrored   *mirrorLog
+}
+
+func (k *eventKind) name() string { return kindEvents }
+
+func (k *eventKind) register(r *registrar) {
+	k.hostEvents = newHostEventInformers(k.o)
+	k.mirrored = newMirrorLog(mirroredEventsSize)
+	r.afterSync(func(ctx context.Context) error {
+		if err := k.startEventMirror(ctx); err != nil {
+			return fmt.Errorf("mirroring host events: %w", err)
+		}
+		return nil
+	})
+}
+
+// sync has nothing to do: nothing is queued (see eventKind).
+func (k *eventKind) sync(context.Context, string) error { return nil }
+
 // mirrorLog remembers the count at which each host Event was mirrored.
 type mirrorLog struct{ seen *lru.Cache }
 
@@ -79,29 +106,29 @@ func (m *mirrorLog) observe(uid types.UID, count int32) bool {
 
 // startEventMirror starts mirroring once the pod caches have synced, so
 // that the Events of the first list find their pods.
-func (s *Syncer) startEventMirror(ctx context.Context) error {
+func (k *eventKind) startEventMirror(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("events")
-	i := s.hostEvents.Core().V1().Events().Informer()
+	i := k.hostEvents.Core().V1().Events().Informer()
 	_, err := i.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, initial bool) { s.mirrorEvent(logger, obj, initial) },
-		UpdateFunc: func(_, obj any) { s.mirrorEvent(logger, obj, false) },
+		AddFunc:    func(obj any, initial bool) { k.mirrorEvent(logger, obj, initial) },
+		UpdateFunc: func(_, obj any) { k.mirrorEvent(logger, obj, false) },
 	})
 	if err != nil {
 		return err
 	}
-	s.hostEvents.Start(ctx.Done())
+	k.hostEvents.Start(ctx.Done())
 	return nil
 }
 
 // mirrorEvent records ev on its tenant pod if it is about one of the
 // syncer's host pods, allow-listed, and news. initial marks an Event of
 // the informer's first list.
-func (s *Syncer) mirrorEvent(logger klog.Logger, obj any, initial bool) {
+func (k *eventKind) mirrorEvent(logger klog.Logger, obj any, initial bool) {
 	ev, ok := obj.(*corev1.Event)
-	if !ok || ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.Namespace != s.o.WorkloadNamespace {
+	if !ok || ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.Namespace != k.o.WorkloadNamespace {
 		return
 	}
-	host, err := s.hostPods.Pods(s.o.WorkloadNamespace).Get(ev.InvolvedObject.Name)
+	host, err := k.hostPods.Pods(k.o.WorkloadNamespace).Get(ev.InvolvedObject.Name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			logger.V(2).Info("host pod lookup failed", "event", klog.KObj(ev), "err", err)
@@ -112,7 +139,7 @@ func (s *Syncer) mirrorEvent(logger klog.Logger, obj any, initial bool) {
 	if !ok {
 		return
 	}
-	tenant, err := s.tenantPods.Pods(id.Namespace).Get(id.Name)
+	tenant, err := k.tenantPods.Pods(id.Namespace).Get(id.Name)
 	if err != nil {
 		return // the tenant pod is gone: nothing to tell
 	}
@@ -120,18 +147,18 @@ func (s *Syncer) mirrorEvent(logger klog.Logger, obj any, initial bool) {
 	if !ok {
 		return
 	}
-	if !s.mirrored.observe(ev.UID, translate.EventCount(ev)) {
+	if !k.mirrored.observe(ev.UID, translate.EventCount(ev)) {
 		return
 	}
-	if initial && s.now().Sub(translate.EventLastSeen(ev)) > recentEvent {
+	if initial && k.now().Sub(translate.EventLastSeen(ev)) > recentEvent {
 		return
 	}
 	// A reference rather than the pod keeps the host Event's field path
-	// (which container); the tenant UID makes it the live pod's.
+	// (which container); the tenant UID makes it the live pod'k.
 	ref := &corev1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: tenant.Namespace, Name: tenant.Name, UID: tenant.UID,
 		ResourceVersion: tenant.ResourceVersion, FieldPath: te.FieldPath,
 	}
-	s.recorder.Event(ref, te.Type, te.Reason, te.Message)
+	k.recorder.Event(ref, te.Type, te.Reason, te.Message)
 	logger.V(4).Info("mirrored host event", "pod", klog.KObj(tenant), "event", klog.KObj(ev), "reason", te.Reason)
 }

@@ -23,9 +23,9 @@ const testWorkloads = "capn-w"
 
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// eventSyncer is a Syncer with just what mirrorEvent reads: a host pod
+// eventSyncer is the Event mirror with just what mirrorEvent reads: a host pod
 // web-0 of tenant pod shop/web-0, and a fake recorder.
-func eventSyncer(t *testing.T) (*Syncer, *corev1.Pod, *record.FakeRecorder) {
+func eventSyncer(t *testing.T) (*eventKind, *corev1.Pod, *record.FakeRecorder) {
 	tenant := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "tenant-uid"}, Spec: corev1.PodSpec{NodeName: "node-1"}}
 	host := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Namespace: testWorkloads, Name: names.Host("shop", "web-0"), UID: "host-uid",
@@ -38,12 +38,12 @@ func eventSyncer(t *testing.T) (*Syncer, *corev1.Pod, *record.FakeRecorder) {
 	require.NoError(t, hosts.Add(host))
 	rec := record.NewFakeRecorder(100)
 	rec.IncludeObject = true
-	s := &Syncer{
+	s := &eventKind{Syncer: &Syncer{
 		o:          Options{WorkloadNamespace: testWorkloads},
 		now:        func() time.Time { return testNow },
 		tenantPods: corelisters.NewPodLister(tenants), hostPods: corelisters.NewPodLister(hosts),
-		mirrored: newMirrorLog(mirroredEventsSize), recorder: rec,
-	}
+		recorder: rec,
+	}, mirrored: newMirrorLog(mirroredEventsSize)}
 	return s, host, rec
 }
 

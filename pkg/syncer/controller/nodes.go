@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,8 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"time"
-
+	"capn.dev/capn/pkg/syncer/translate"
 	"capn.dev/capn/pkg/tenant/names"
 )
 
@@ -32,134 +32,73 @@ const (
 	leaseNamespace  = corev1.NamespaceNodeLease
 )
 
-// mirroredLabels are the host node labels a virtual Node carries: the
-// well-known topology ones the tenant's scheduler and workloads read.
-var mirroredLabels = []string{
-	corev1.LabelHostname, corev1.LabelOSStable, corev1.LabelArchStable,
-	corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.LabelInstanceTypeStable,
-}
-
 // KubeletEndpoint is where the syncer serves the kubelet API of its
-// virtual Nodes (logs, exec, attach, port-forward).
-type KubeletEndpoint struct {
-	IP   string
-	Port int32
+// virtual Nodes.
+type KubeletEndpoint = translate.KubeletEndpoint
+
+// nodeKind publishes a virtual Node per selected host node, and renews
+// their Leases.
+type nodeKind struct{ *Syncer }
+
+func (k *nodeKind) name() string { return kindNodes }
+
+func (k *nodeKind) register(r *registrar) {
+	q := r.queue(kindNodes)
+	handle(k.hostNode.Core().V1().Nodes().Informer(), func(obj any) { q.Add(key(obj)) })
+	handle(k.tenant.Core().V1().Nodes().Informer(), func(obj any) { q.Add(key(obj)) })
+	// Heartbeats keep the tenant's node lifecycle controller from evicting
+	// the tenant's pods: a virtual Node has no kubelet to renew its Lease.
+	r.every(heartbeatPeriod, k.heartbeat)
 }
 
-// VirtualNode is the tenant Node that mirrors host: same name, the
-// well-known labels, capacity, allocatable, the kubelet's conditions and
-// node info, and unschedulable when host is. Its address and kubelet port
-// are kubelet's, the syncer's, when set: the tenant apiserver calls the
-// kubelet API there and the syncer replays it to the management cluster;
-// the host node's own addresses would lead the tenant apiserver to the
-// real kubelet, which does not know it. Pure.
-func VirtualNode(host *corev1.Node, kubelet *KubeletEndpoint) *corev1.Node {
-	l := map[string]string{VirtualNodeLabel: "true"}
-	for _, k := range mirroredLabels {
-		if v, ok := host.Labels[k]; ok {
-			l[k] = v
-		}
-	}
-	var conds []corev1.NodeCondition
-	for _, c := range host.Status.Conditions {
-		switch c.Type {
-		case corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure:
-			conds = append(conds, c)
-		}
-	}
-	v := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: host.Name, Labels: l},
-		Spec:       corev1.NodeSpec{Unschedulable: host.Spec.Unschedulable},
-		Status: corev1.NodeStatus{
-			Capacity:    host.Status.Capacity.DeepCopy(),
-			Allocatable: host.Status.Allocatable.DeepCopy(),
-			Conditions:  conds,
-			Addresses:   append([]corev1.NodeAddress(nil), host.Status.Addresses...),
-			NodeInfo:    host.Status.NodeInfo,
-		},
-	}
-	if kubelet != nil {
-		v.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: kubelet.IP}, {Type: corev1.NodeHostName, Address: host.Name}}
-		v.Status.DaemonEndpoints.KubeletEndpoint.Port = kubelet.Port
-	}
-	return v
+// nodeFields: the labels the syncer owns and unschedulable. The status is
+// patched apart (sync).
+var nodeFields = owned[*corev1.Node]{
+	equal: func(cur, want *corev1.Node) bool {
+		_, relabel := translate.OwnNodeLabels(cur.Labels, want.Labels)
+		return !relabel && cur.Spec.Unschedulable == want.Spec.Unschedulable
+	},
+	merge: func(cur, want *corev1.Node) *corev1.Node {
+		upd := cur.DeepCopy()
+		upd.Labels, _ = translate.OwnNodeLabels(cur.Labels, want.Labels)
+		upd.Spec.Unschedulable = want.Spec.Unschedulable
+		return upd
+	},
 }
 
-// ownLabels is cur with the labels the syncer owns (VirtualNodeLabel and
-// mirroredLabels) as in want, and every other label as it is: the tenant's
-// kube-controller-manager adds beta.kubernetes.io/os and /arch to every
-// Node, and users label nodes. Replacing the whole map removed kcm's, kcm
-// put them back, and the two rewrote the Node many times a second, which
-// was most of an idle tenant's CPU. changed: an owned label differs.
-func ownLabels(cur, want map[string]string) (map[string]string, bool) {
-	out := make(map[string]string, len(cur)+len(want))
-	for k, v := range cur {
-		out[k] = v
-	}
-	changed := false
-	for _, k := range append([]string{VirtualNodeLabel}, mirroredLabels...) {
-		w, ok := want[k]
-		c, had := cur[k]
-		switch {
-		case ok && (!had || c != w):
-			out[k], changed = w, true
-		case !ok && had:
-			delete(out, k)
-			changed = true
-		}
-	}
-	return out, changed
-}
-
-// syncNode makes the tenant's virtual Node name match the host node of
-// that name, or removes it when the host node is gone or no longer
-// selected.
-func (s *Syncer) syncNode(ctx context.Context, name string) error {
-	nodes := s.o.Tenant.CoreV1().Nodes()
-	host, err := s.hostNodes.Get(name)
-	if apierrors.IsNotFound(err) {
-		cur, err := s.tenantNodes.Get(name)
-		if apierrors.IsNotFound(err) || (err == nil && cur.Labels[VirtualNodeLabel] != "true") {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		klog.FromContext(ctx).Info("removing virtual node", "node", name)
-		err = nodes.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
-	}
+// sync makes the tenant's virtual Node name match the host node of that
+// name, or removes it when the host node is gone or no longer selected.
+func (k *nodeKind) sync(ctx context.Context, name string) error {
+	nodes := k.o.Tenant.CoreV1().Nodes()
+	cur, err := cached(k.tenantNodes.Get(name))
 	if err != nil {
 		return err
 	}
-	want := VirtualNode(host, s.o.Kubelet.endpoint())
-	cur, err := s.tenantNodes.Get(name)
-	if apierrors.IsNotFound(err) {
-		created, err := nodes.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
-		if err != nil {
-			return fmt.Errorf("creating virtual node %s: %w", name, err)
-		}
-		created.Status = want.Status
-		_, err = nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: fieldManager})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if cur.Labels[VirtualNodeLabel] != "true" {
+	if cur != nil && cur.Labels[VirtualNodeLabel] != "true" {
 		// A real node of the same name joined the tenant: it is not ours.
 		return nil
 	}
-	labels, relabel := ownLabels(cur.Labels, want.Labels)
-	if relabel || cur.Spec.Unschedulable != want.Spec.Unschedulable {
-		upd := cur.DeepCopy()
-		upd.Labels, upd.Spec.Unschedulable = labels, want.Spec.Unschedulable
-		if cur, err = nodes.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-			return err
+	host, err := k.hostNodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		if cur == nil {
+			return nil
 		}
+		klog.FromContext(ctx).Info("removing virtual node", "node", name)
+		return deleteUID(ctx, nodes.Delete, cur)
+	}
+	if err != nil {
+		return err
+	}
+	want := translate.VirtualNode(host, k.o.Kubelet.endpoint())
+	cur, did, err := applyIfChanged(ctx, nodes, cur, want, nodeFields)
+	if err != nil {
+		return fmt.Errorf("virtual node: %w", err)
+	}
+	if did == created {
+		// Status is a subresource: a create drops it.
+		cur.Status = want.Status
+		_, err = nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
 	}
 	if !equality.Semantic.DeepEqual(cur.Status.Capacity, want.Status.Capacity) ||
 		!equality.Semantic.DeepEqual(cur.Status.Allocatable, want.Status.Allocatable) ||
@@ -167,10 +106,11 @@ func (s *Syncer) syncNode(ctx context.Context, name string) error {
 		!equality.Semantic.DeepEqual(cur.Status.Addresses, want.Status.Addresses) ||
 		cur.Status.DaemonEndpoints != want.Status.DaemonEndpoints ||
 		cur.Status.NodeInfo != want.Status.NodeInfo {
-		// A merge patch of what the syncer owns, without a resourceVersion:
-		// the host kubelet's heartbeat moves these every few seconds, and the
-		// tenant's node controllers write the same Node, so an update from
-		// the cache conflicted again and again.
+		// A merge patch of what the syncer owns, without a resourceVersion,
+		// rather than applyIfChanged's update: the host kubelet's heartbeat
+		// moves these every few seconds, and the tenant's node controllers
+		// write the same Node, so an update from the cache conflicted again
+		// and again.
 		patch, err := json.Marshal(map[string]any{"status": map[string]any{
 			"capacity": resourcesPatch(cur.Status.Capacity, want.Status.Capacity), "allocatable": resourcesPatch(cur.Status.Allocatable, want.Status.Allocatable),
 			"conditions": want.Status.Conditions, "addresses": want.Status.Addresses, "nodeInfo": want.Status.NodeInfo,
@@ -199,7 +139,10 @@ func resourcesPatch(cur, want corev1.ResourceList) map[corev1.ResourceName]any {
 	return out
 }
 
-// heartbeat renews the Lease of every virtual Node, as a kubelet does.
+// heartbeat renews the Lease of every virtual Node, as a kubelet does. A
+// renewal is a write each period by design, so it does not go through
+// applyIfChanged; it reads the Lease live, as the kubelet does, because
+// the syncer caches no Leases.
 func (s *Syncer) heartbeat(ctx context.Context) {
 	sel := labels.SelectorFromSet(labels.Set{VirtualNodeLabel: "true"})
 	vnodes, err := s.tenantNodes.List(sel)

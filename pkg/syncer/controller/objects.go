@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 
 	"capn.dev/capn/pkg/syncer/translate"
 	"capn.dev/capn/pkg/tenant/names"
@@ -61,124 +61,141 @@ func (s *Syncer) syncReferences(ctx context.Context, ns string, res *translate.R
 	return missing, nil
 }
 
-func (s *Syncer) hostMeta(tenant metav1.Object) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:        names.Host(tenant.GetNamespace(), tenant.GetName()),
-		Namespace:   s.o.WorkloadNamespace,
-		Labels:      translate.HostLabels(tenant.GetNamespace(), string(tenant.GetUID()), nil),
-		Annotations: map[string]string{names.TenantNameAnnotation: tenant.GetName()},
-	}
-}
-
+// copyConfigMap creates or updates the host copy of t.
 func (s *Syncer) copyConfigMap(ctx context.Context, t *corev1.ConfigMap) error {
-	want := &corev1.ConfigMap{ObjectMeta: s.hostMeta(t), Data: t.Data, BinaryData: t.BinaryData}
-	client := s.o.Host.CoreV1().ConfigMaps(s.o.WorkloadNamespace)
-	cur, err := s.hostConfigMaps.ConfigMaps(s.o.WorkloadNamespace).Get(want.Name)
-	if apierrors.IsNotFound(err) {
-		_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("configmap %s: not in the cache yet", want.Name)
-		}
-		return err
-	}
+	want := translate.HostConfigMap(t, s.o.WorkloadNamespace)
+	cur, err := cached(s.hostConfigMaps.ConfigMaps(s.o.WorkloadNamespace).Get(want.Name))
 	if err != nil {
 		return err
 	}
-	if equality.Semantic.DeepEqual(cur.Data, want.Data) && equality.Semantic.DeepEqual(cur.BinaryData, want.BinaryData) &&
-		equality.Semantic.DeepEqual(cur.Labels, want.Labels) {
-		return nil
-	}
-	upd := cur.DeepCopy()
-	upd.Data, upd.BinaryData, upd.Labels, upd.Annotations = want.Data, want.BinaryData, want.Labels, want.Annotations
-	_, err = client.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+	_, _, err = applyIfChanged(ctx, s.o.Host.CoreV1().ConfigMaps(s.o.WorkloadNamespace), cur, want, configMapFields)
 	return err
 }
 
-// hostSecretType: a service-account-token Secret on the host would be
-// handled by the host's token controller; its copy is Opaque.
-func hostSecretType(t corev1.SecretType) corev1.SecretType {
-	if t == corev1.SecretTypeServiceAccountToken {
-		return corev1.SecretTypeOpaque
-	}
-	return t
+// configMapFields: the data and the identity labels; the annotations
+// follow the data, as the syncer's alone.
+var configMapFields = owned[*corev1.ConfigMap]{
+	equal: func(cur, want *corev1.ConfigMap) bool {
+		return equality.Semantic.DeepEqual(cur.Data, want.Data) && equality.Semantic.DeepEqual(cur.BinaryData, want.BinaryData) &&
+			equality.Semantic.DeepEqual(cur.Labels, want.Labels)
+	},
+	merge: func(cur, want *corev1.ConfigMap) *corev1.ConfigMap {
+		upd := cur.DeepCopy()
+		upd.Data, upd.BinaryData, upd.Labels, upd.Annotations = want.Data, want.BinaryData, want.Labels, want.Annotations
+		return upd
+	},
 }
 
+// copySecret creates or updates the host copy of t; one whose type
+// (immutable) changed is deleted, and made again by the retry.
 func (s *Syncer) copySecret(ctx context.Context, t *corev1.Secret) error {
-	want := &corev1.Secret{ObjectMeta: s.hostMeta(t), Type: hostSecretType(t.Type), Data: t.Data}
+	want := translate.HostSecret(t, s.o.WorkloadNamespace)
 	client := s.o.Host.CoreV1().Secrets(s.o.WorkloadNamespace)
-	cur, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(want.Name)
-	if apierrors.IsNotFound(err) {
-		_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("secret %s: not in the cache yet", want.Name)
-		}
-		return err
-	}
+	cur, err := cached(s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(want.Name))
 	if err != nil {
 		return err
 	}
-	if cur.Type != want.Type {
-		// Type is immutable: replace it.
-		if err := client.Delete(ctx, cur.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}}); err != nil && !apierrors.IsNotFound(err) {
+	if cur != nil && cur.Type != want.Type {
+		if err := deleteUID(ctx, client.Delete, cur); err != nil {
 			return err
 		}
 		return fmt.Errorf("secret %s: type changed, recreating", want.Name)
 	}
-	if equality.Semantic.DeepEqual(cur.Data, want.Data) && equality.Semantic.DeepEqual(cur.Labels, want.Labels) {
-		return nil
-	}
-	upd := cur.DeepCopy()
-	upd.Data, upd.Labels, upd.Annotations = want.Data, want.Labels, want.Annotations
-	_, err = client.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+	_, _, err = applyIfChanged(ctx, client, cur, want, secretFields)
 	return err
 }
 
-// syncObject keeps an existing host copy of a tenant ConfigMap or Secret up
-// to date (copies are made when a pod needs them), or collects garbage.
-func (s *Syncer) syncObject(ctx context.Context, k string) error {
-	switch k {
-	case gcKey:
-		return s.collect(ctx)
-	case webhookKey:
-		return s.syncWebhook(ctx)
-	case dnsKey:
-		return s.syncDNS(ctx)
-	}
-	kind, rest, _ := strings.Cut(k, "/")
-	ns, name, _ := strings.Cut(rest, "/")
-	host := names.Host(ns, name)
-	switch kind {
-	case "configmap":
-		if _, err := s.hostConfigMaps.ConfigMaps(s.o.WorkloadNamespace).Get(host); apierrors.IsNotFound(err) {
-			return nil
-		}
-		t, err := s.tenantConfigMaps.ConfigMaps(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil // kept while pods use it, as a kubelet keeps a mounted copy
-		}
-		if err != nil {
-			return err
-		}
-		return s.copyConfigMap(ctx, t)
-	case "secret":
-		if _, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(host); apierrors.IsNotFound(err) {
-			return nil
-		}
-		t, err := s.tenantSecrets.Secrets(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return s.copySecret(ctx, t)
-	}
-	return nil
+// secretFields: as configMapFields.
+var secretFields = owned[*corev1.Secret]{
+	equal: func(cur, want *corev1.Secret) bool {
+		return equality.Semantic.DeepEqual(cur.Data, want.Data) && equality.Semantic.DeepEqual(cur.Labels, want.Labels)
+	},
+	merge: func(cur, want *corev1.Secret) *corev1.Secret {
+		upd := cur.DeepCopy()
+		upd.Data, upd.Labels, upd.Annotations = want.Data, want.Labels, want.Annotations
+		return upd
+	},
 }
 
+// configMapKind keeps the host copies of tenant ConfigMaps up to date.
+// Copies are made when a pod needs them (podKind), and kept while pods use
+// them, as a kubelet keeps a mounted copy, even after the tenant's is
+// deleted (gcKind collects them).
+type configMapKind struct{ *Syncer }
+
+func (k *configMapKind) name() string { return kindConfigMaps }
+
+func (k *configMapKind) register(r *registrar) {
+	q, dns := r.queue(kindConfigMaps), r.queue(kindDNS)
+	handle(k.tenant.Core().V1().ConfigMaps().Informer(), func(obj any) {
+		q.Add(key(obj))
+		if isDNSObject(obj) {
+			dns.Add(dnsKey)
+		}
+	})
+	handle(k.host.Core().V1().ConfigMaps().Informer(), byIdentity(q))
+}
+
+func (k *configMapKind) sync(ctx context.Context, key string) error {
+	return syncCopy(ctx, key, k.hostConfigMaps.ConfigMaps(k.o.WorkloadNamespace).Get, k.tenantConfigMaps.ConfigMaps, k.copyConfigMap)
+}
+
+// secretKind is configMapKind's twin for Secrets.
+type secretKind struct{ *Syncer }
+
+func (k *secretKind) name() string { return kindSecrets }
+
+func (k *secretKind) register(r *registrar) {
+	q := r.queue(kindSecrets)
+	handle(k.tenant.Core().V1().Secrets().Informer(), func(obj any) { q.Add(key(obj)) })
+	handle(k.host.Core().V1().Secrets().Informer(), byIdentity(q))
+}
+
+func (k *secretKind) sync(ctx context.Context, key string) error {
+	return syncCopy(ctx, key, k.hostSecrets.Secrets(k.o.WorkloadNamespace).Get, k.tenantSecrets.Secrets, k.copySecret)
+}
+
+// namespaceGetter is a lister's namespaced half.
+type namespaceGetter[T any] interface{ Get(name string) (T, error) }
+
+// syncCopy updates the host copy of the tenant object key, if there is
+// one (a pod needed it) and the tenant's is still there: a copy is kept
+// while pods use it, as a kubelet keeps a mounted copy.
+func syncCopy[O any, T object[O], G namespaceGetter[T]](ctx context.Context, key string,
+	hostGet func(string) (T, error), tenantNS func(string) G, update func(context.Context, T) error) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	if _, err := hostGet(names.Host(ns, name)); apierrors.IsNotFound(err) {
+		return nil
+	}
+	t, err := cached(tenantNS(ns).Get(name))
+	if t == nil || err != nil {
+		return err
+	}
+	return update(ctx, t)
+}
+
+// gcKey is the gc queue's one key.
+const gcKey = "gc"
+
+// gcKind removes host ConfigMaps and Secrets no host pod references any
+// more, when podKind deletes a host pod.
+type gcKind struct {
+	*Syncer
+	q queue
+}
+
+func (k *gcKind) name() string { return kindGC }
+
+func (k *gcKind) register(r *registrar) { k.q = r.queue(kindGC) }
+
+func (k *gcKind) sync(ctx context.Context, _ string) error { return k.collect(ctx) }
+
 // collect deletes host ConfigMaps and Secrets that no host pod references.
-func (s *Syncer) collect(ctx context.Context) error {
-	pods, err := s.hostPods.Pods(s.o.WorkloadNamespace).List(labels.Everything())
+func (k *gcKind) collect(ctx context.Context) error {
+	pods, err := k.hostPods.Pods(k.o.WorkloadNamespace).List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -186,8 +203,8 @@ func (s *Syncer) collect(ctx context.Context) error {
 	for _, p := range pods {
 		refsOf(&p.Spec, cms, secrets)
 	}
-	old := func(o metav1.Object) bool { return s.now().Sub(o.GetCreationTimestamp().Time) > gcMinAge }
-	hostCMs, err := s.hostConfigMaps.ConfigMaps(s.o.WorkloadNamespace).List(labels.Everything())
+	old := func(o metav1.Object) bool { return k.now().Sub(o.GetCreationTimestamp().Time) > gcMinAge }
+	hostCMs, err := k.hostConfigMaps.ConfigMaps(k.o.WorkloadNamespace).List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -200,11 +217,11 @@ func (s *Syncer) collect(ctx context.Context) error {
 			retry = true
 			continue
 		}
-		if err := s.o.Host.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}}); err != nil && !apierrors.IsNotFound(err) {
+		if err := deleteUID(ctx, k.o.Host.CoreV1().ConfigMaps(cm.Namespace).Delete, cm); err != nil {
 			return err
 		}
 	}
-	hostSecrets, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).List(labels.Everything())
+	hostSecrets, err := k.hostSecrets.Secrets(k.o.WorkloadNamespace).List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -216,12 +233,12 @@ func (s *Syncer) collect(ctx context.Context) error {
 			retry = true
 			continue
 		}
-		if err := s.o.Host.CoreV1().Secrets(sec.Namespace).Delete(ctx, sec.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sec.UID}}); err != nil && !apierrors.IsNotFound(err) {
+		if err := deleteUID(ctx, k.o.Host.CoreV1().Secrets(sec.Namespace).Delete, sec); err != nil {
 			return err
 		}
 	}
 	if retry {
-		s.objects.AddAfter(gcKey, gcMinAge)
+		k.q.AddAfter(gcKey, gcMinAge)
 	}
 	return nil
 }

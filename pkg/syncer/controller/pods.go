@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -50,80 +51,109 @@ const (
 	tokensForAnnotation = "capn.dev/tokens-for"
 )
 
-// syncPod converges one tenant pod, key "<namespace>/<name>", and its host
+// podKind creates, replaces and deletes host pods (spec down-sync).
+type podKind struct {
+	*Syncer
+	// q is its own queue: token refreshes requeue the pod when due.
+	q queue
+	// gc collects the references a deleted host pod leaves behind.
+	gc queue
+}
+
+func (k *podKind) name() string { return kindPods }
+
+func (k *podKind) register(r *registrar) {
+	k.q, k.gc = r.queue(kindPods), r.queue(kindGC)
+	handle(k.tenant.Core().V1().Pods().Informer(), func(obj any) { k.q.Add(key(obj)) })
+}
+
+// sync converges one tenant pod, key "<namespace>/<name>", and its host
 // pod.
-func (s *Syncer) syncPod(ctx context.Context, k string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(k)
+func (k *podKind) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
 	}
 	hostName := names.Host(ns, name)
-	tenant, err := s.tenantPods.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		tenant = nil
-	} else if err != nil {
+	tenant, err := cached(k.tenantPods.Pods(ns).Get(name))
+	if err != nil {
 		return err
 	}
-	host, err := s.hostPods.Pods(s.o.WorkloadNamespace).Get(hostName)
-	if apierrors.IsNotFound(err) {
-		host = nil
-	} else if err != nil {
+	host, err := cached(k.hostPods.Pods(k.o.WorkloadNamespace).Get(hostName))
+	if err != nil {
 		return err
 	}
 	// A host pod made for an earlier tenant pod of the same name (a
 	// StatefulSet's replacement) is that pod's: delete it first.
 	if host != nil && (tenant == nil || host.Labels[names.TenantUIDLabel] != string(tenant.UID)) {
-		return s.deleteHostPod(ctx, host, nil)
+		return k.deleteHostPod(ctx, host, nil)
 	}
 	if tenant == nil {
 		return nil
 	}
 	if tenant.DeletionTimestamp != nil {
-		return s.finishDeletion(ctx, tenant, host)
+		return k.finishDeletion(ctx, tenant, host)
 	}
 	if tenant.Spec.NodeName == "" || isTerminal(tenant) {
 		return nil
 	}
-	if _, err := s.hostNodes.Get(tenant.Spec.NodeName); err != nil {
+	if _, err := k.hostNodes.Get(tenant.Spec.NodeName); err != nil {
 		// Bound to a Node that is not one of ours (a joined real node).
 		return nil
 	}
 	if host == nil {
 		if tenant.Status.HostIP != "" || tenant.Status.Phase == corev1.PodRunning {
 			// It ran, and its host pod is gone: like an eviction.
-			return s.failTenantPod(ctx, tenant, ReasonHostPodDeleted, "the pod's host pod was deleted")
+			return k.failTenantPod(ctx, tenant, ReasonHostPodDeleted, "the pod's host pod was deleted")
 		}
-		return s.createHostPod(ctx, tenant)
+		return k.createHostPod(ctx, tenant)
 	}
-	if err := s.refreshTokens(ctx, tenant, host); err != nil {
+	if err := k.refreshTokens(ctx, tenant, host); err != nil {
 		return err
 	}
-	return s.upSync(ctx, tenant, host)
+	return k.upSync(ctx, tenant, host)
 }
 
-// syncPodStatus up-syncs a running pod's status after its host pod
-// changed, and hands anything else (a host pod gone, replaced or orphaned,
-// a tenant pod deleting) to syncPod. Both may update the same tenant pod
-// at once; the loser's write conflicts and is retried.
-func (s *Syncer) syncPodStatus(ctx context.Context, k string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(k)
+// podStatusKind up-syncs a running pod's status after its host pod
+// changed, on its own queue and workers, so that a burst of host-pod
+// creations on the pods queue does not hold back Ready for pods already
+// running.
+type podStatusKind struct {
+	*Syncer
+	// pods gets anything but an up-sync.
+	pods queue
+}
+
+func (k *podStatusKind) name() string { return kindPodStatus }
+
+func (k *podStatusKind) register(r *registrar) {
+	k.pods = r.queue(kindPods)
+	handle(k.host.Core().V1().Pods().Informer(), byIdentity(r.queue(kindPodStatus)))
+}
+
+// sync up-syncs the status of the tenant pod key, and hands anything else
+// (a host pod gone, replaced or orphaned, a tenant pod deleting) to
+// podKind, so that only one of the two creates or deletes. Both may update
+// the same tenant pod at once; the loser's write conflicts and is retried.
+func (k *podStatusKind) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
 	}
-	tenant, err := s.tenantPods.Pods(ns).Get(name)
+	tenant, err := k.tenantPods.Pods(ns).Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	host, err := s.hostPods.Pods(s.o.WorkloadNamespace).Get(names.Host(ns, name))
+	host, err := k.hostPods.Pods(k.o.WorkloadNamespace).Get(names.Host(ns, name))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if tenant == nil || host == nil || host.Labels[names.TenantUIDLabel] != string(tenant.UID) ||
 		tenant.DeletionTimestamp != nil || isTerminal(tenant) {
-		s.pods.Add(k)
+		k.pods.Add(key)
 		return nil
 	}
-	return s.upSync(ctx, tenant, host)
+	return k.upSync(ctx, tenant, host)
 }
 
 func isTerminal(p *corev1.Pod) bool {
@@ -133,14 +163,14 @@ func isTerminal(p *corev1.Pod) bool {
 // createHostPod translates the tenant pod, syncs what it references and
 // its own Secret, and creates it on the host. A refused pod fails in the
 // tenant with the reasons and an Event; nothing is created for it.
-func (s *Syncer) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
-	c := s.o.Pod
-	ns, err := s.nameserver()
+func (k *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
+	c := k.o.Pod
+	ns, err := k.nameserver()
 	if err != nil {
 		return fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
 	}
 	c.Nameserver = ns
-	svcs, err := s.tenantServices.Services(tenant.Namespace).List(labels.Everything())
+	svcs, err := k.tenantServices.Services(tenant.Namespace).List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -149,38 +179,38 @@ func (s *Syncer) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 	}
 	res, errs := translate.Pod(tenant, c)
 	if len(errs) > 0 {
-		return s.failTenantPod(ctx, tenant, ReasonSyncRefused, refusal(errs))
+		return k.failTenantPod(ctx, tenant, ReasonSyncRefused, refusal(errs))
 	}
-	missing, err := s.syncReferences(ctx, tenant.Namespace, res)
+	missing, err := k.syncReferences(ctx, tenant.Namespace, res)
 	if err != nil {
 		return err
 	}
 	if len(missing) > 0 {
-		s.recorder.Eventf(tenant, corev1.EventTypeWarning, ReasonWaitingForReferences, "waiting for %s", strings.Join(missing, ", "))
+		k.recorder.Eventf(tenant, corev1.EventTypeWarning, ReasonWaitingForReferences, "waiting for %s", strings.Join(missing, ", "))
 		return fmt.Errorf("pod %s/%s: waiting for %s", tenant.Namespace, tenant.Name, strings.Join(missing, ", "))
 	}
 	if res.SecretName != "" {
-		if err := s.ensurePodSecret(ctx, tenant, res); err != nil {
+		if err := k.ensurePodSecret(ctx, tenant, res); err != nil {
 			return err
 		}
 	}
 	pod := res.Pod
-	pod.Spec.Tolerations = append(pod.Spec.Tolerations, s.o.HostTolerations...)
-	if _, err := s.o.Host.CoreV1().Pods(s.o.WorkloadNamespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, k.o.HostTolerations...)
+	if _, err := k.o.Host.CoreV1().Pods(k.o.WorkloadNamespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the informer has not shown it yet; its event requeues
 		}
 		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota") {
 			// The workload namespace is full for now: the pod waits, as a
 			// Deployment's pods wait for quota, rather than failing.
-			s.recorder.Event(tenant, corev1.EventTypeWarning, ReasonHostQuotaExceeded, "the tenant's data-plane quota is used up; the pod waits")
+			k.recorder.Event(tenant, corev1.EventTypeWarning, ReasonHostQuotaExceeded, "the tenant's data-plane quota is used up; the pod waits")
 			return fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
 		}
 		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 			// The workload namespace's admission (Pod Security, quota)
 			// refused it: the tenant sees the host's reason, which is
 			// about its own pod.
-			return s.failTenantPod(ctx, tenant, ReasonSyncRefused, "the management cluster refused the pod: "+string(apierrors.ReasonForError(err))+": "+translate.BoundMessage(err.Error()))
+			return k.failTenantPod(ctx, tenant, ReasonSyncRefused, "the management cluster refused the pod: "+string(apierrors.ReasonForError(err))+": "+translate.BoundMessage(err.Error()))
 		}
 		return fmt.Errorf("creating host pod for %s/%s: %w", tenant.Namespace, tenant.Name, err)
 	}
@@ -200,41 +230,51 @@ func refusal(errs field.ErrorList) string {
 // failTenantPod moves a pod the syncer cannot run to Failed, with reason,
 // and tells the tenant with a Warning Event. Only once: a Failed pod is
 // terminal and never synced again.
-func (s *Syncer) failTenantPod(ctx context.Context, tenant *corev1.Pod, reason, message string) error {
+func (k *podKind) failTenantPod(ctx context.Context, tenant *corev1.Pod, reason, message string) error {
 	upd := tenant.DeepCopy()
 	upd.Status.Phase = corev1.PodFailed
 	upd.Status.Reason = reason
 	upd.Status.Message = message
-	if _, err := s.o.Tenant.CoreV1().Pods(tenant.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+	if _, err := k.o.Tenant.CoreV1().Pods(tenant.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 		return fmt.Errorf("failing pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
 	}
-	s.recorder.Event(tenant, corev1.EventTypeWarning, reason, message)
+	k.recorder.Event(tenant, corev1.EventTypeWarning, reason, message)
 	return nil
 }
 
 // upSync writes the host pod's status to the tenant pod when it differs.
 func (s *Syncer) upSync(ctx context.Context, tenant, host *corev1.Pod) error {
-	st := translate.Status(tenant, host)
-	if equality.Semantic.DeepEqual(st, tenant.Status) {
-		return nil
-	}
-	upd := tenant.DeepCopy()
-	upd.Status = st
-	_, err := s.o.Tenant.CoreV1().Pods(tenant.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("pod %s/%s changed, retrying: %w", tenant.Namespace, tenant.Name, err)
-	}
+	want := &corev1.Pod{ObjectMeta: tenant.ObjectMeta, Status: translate.Status(tenant, host)}
+	_, _, err := applyIfChanged(ctx, statusWriter{s.o.Tenant.CoreV1().Pods(tenant.Namespace)}, tenant, want, podStatusFields)
 	return err
+}
+
+// podStatusFields: the status, all of it the host's.
+var podStatusFields = owned[*corev1.Pod]{
+	equal: func(cur, want *corev1.Pod) bool { return equality.Semantic.DeepEqual(want.Status, cur.Status) },
+	merge: func(cur, want *corev1.Pod) *corev1.Pod {
+		upd := cur.DeepCopy()
+		upd.Status = want.Status
+		return upd
+	},
+}
+
+// statusWriter updates a pod's status subresource. It never creates:
+// upSync has a tenant pod.
+type statusWriter struct{ typedcorev1.PodInterface }
+
+func (w statusWriter) Update(ctx context.Context, p *corev1.Pod, o metav1.UpdateOptions) (*corev1.Pod, error) {
+	return w.UpdateStatus(ctx, p, o)
 }
 
 // finishDeletion is the kubelet's half of a graceful delete: the host pod
 // gets the tenant pod's grace period, and once it is gone the tenant pod is
 // removed for good.
-func (s *Syncer) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) error {
+func (k *podKind) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) error {
 	if host != nil {
-		return s.deleteHostPod(ctx, host, tenant.DeletionGracePeriodSeconds)
+		return k.deleteHostPod(ctx, host, tenant.DeletionGracePeriodSeconds)
 	}
-	err := s.o.Tenant.CoreV1().Pods(tenant.Namespace).Delete(ctx, tenant.Name, metav1.DeleteOptions{
+	err := k.o.Tenant.CoreV1().Pods(tenant.Namespace).Delete(ctx, tenant.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0),
 		Preconditions:      &metav1.Preconditions{UID: &tenant.UID},
 	})
@@ -247,9 +287,9 @@ func (s *Syncer) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) e
 // deleteHostPod deletes host (the UID precondition keeps it from hitting
 // a newer pod of the same name) and its own Secret, and queues the
 // collection of references no pod needs any more.
-func (s *Syncer) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int64) error {
+func (k *podKind) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int64) error {
 	if host.DeletionTimestamp == nil {
-		err := s.o.Host.CoreV1().Pods(host.Namespace).Delete(ctx, host.Name, metav1.DeleteOptions{
+		err := k.o.Host.CoreV1().Pods(host.Namespace).Delete(ctx, host.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: grace,
 			Preconditions:      &metav1.Preconditions{UID: &host.UID},
 		})
@@ -257,26 +297,26 @@ func (s *Syncer) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int
 			return fmt.Errorf("deleting host pod %s: %w", host.Name, err)
 		}
 	}
-	s.objects.AddAfter(gcKey, time.Second)
+	k.gc.AddAfter(gcKey, time.Second)
 	return nil
 }
 
 // ensurePodSecret writes the pod's own Secret: its tenant identity for the
 // downward API and its service-account tokens, requested from the tenant
 // apiserver bound to the tenant pod.
-func (s *Syncer) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *translate.Result) error {
+func (k *podKind) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *translate.Result) error {
 	name := res.SecretName
 	data := map[string][]byte{}
 	for k, v := range res.SecretData {
 		data[k] = v
 	}
-	refreshAt, err := s.requestTokens(ctx, tenant, res.Tokens, data)
+	refreshAt, err := k.requestTokens(ctx, tenant, res.Tokens, data)
 	if err != nil {
 		return err
 	}
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: s.o.WorkloadNamespace,
+			Name: name, Namespace: k.o.WorkloadNamespace,
 			Labels:      translate.HostLabels(tenant.Namespace, string(tenant.UID), nil),
 			Annotations: map[string]string{names.TenantNameAnnotation: tenant.Name, tokensForAnnotation: string(tenant.UID)},
 		},
@@ -286,8 +326,8 @@ func (s *Syncer) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *t
 	if !refreshAt.IsZero() {
 		sec.Annotations[tokensRefreshAtAnnotation] = refreshAt.UTC().Format(time.RFC3339)
 	}
-	secrets := s.o.Host.CoreV1().Secrets(s.o.WorkloadNamespace)
-	cur, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(name)
+	secrets := k.o.Host.CoreV1().Secrets(k.o.WorkloadNamespace)
+	cur, err := k.hostSecrets.Secrets(k.o.WorkloadNamespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = secrets.Create(ctx, sec, metav1.CreateOptions{FieldManager: fieldManager})
@@ -296,25 +336,25 @@ func (s *Syncer) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *t
 			if err != nil {
 				return err
 			}
-			return s.replaceSecret(ctx, cur, sec)
+			return k.replaceSecret(ctx, cur, sec)
 		}
 		return err
 	case err != nil:
 		return err
 	}
-	return s.replaceSecret(ctx, cur, sec)
+	return k.replaceSecret(ctx, cur, sec)
 }
 
-func (s *Syncer) replaceSecret(ctx context.Context, cur, want *corev1.Secret) error {
+func (k *podKind) replaceSecret(ctx context.Context, cur, want *corev1.Secret) error {
 	upd := cur.DeepCopy()
 	upd.Labels, upd.Annotations, upd.Data = want.Labels, want.Annotations, want.Data
-	_, err := s.o.Host.CoreV1().Secrets(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+	_, err := k.o.Host.CoreV1().Secrets(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
 	return err
 }
 
 // requestTokens fills data with a fresh token for each projection and
 // returns when the first of them is due for refresh (zero for none).
-func (s *Syncer) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens []translate.Token, data map[string][]byte) (time.Time, error) {
+func (k *podKind) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens []translate.Token, data map[string][]byte) (time.Time, error) {
 	var due time.Time
 	sa := tenant.Spec.ServiceAccountName
 	if sa == "" {
@@ -328,8 +368,8 @@ func (s *Syncer) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens [
 		if t.Audience != "" {
 			tr.Spec.Audiences = []string{t.Audience}
 		}
-		issued := s.now()
-		got, err := s.o.Tenant.CoreV1().ServiceAccounts(tenant.Namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
+		issued := k.now()
+		got, err := k.o.Tenant.CoreV1().ServiceAccounts(tenant.Namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
 		if err != nil {
 			return time.Time{}, fmt.Errorf("token for pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
 		}
@@ -344,9 +384,9 @@ func (s *Syncer) requestTokens(ctx context.Context, tenant *corev1.Pod, tokens [
 
 // refreshTokens renews a running pod's tokens when due, and requeues the
 // pod for the next refresh.
-func (s *Syncer) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) error {
+func (k *podKind) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) error {
 	name := translate.PodSecretName(host.Name)
-	sec, err := s.hostSecrets.Secrets(s.o.WorkloadNamespace).Get(name)
+	sec, err := k.hostSecrets.Secrets(k.o.WorkloadNamespace).Get(name)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // a pod with nothing to project
@@ -357,14 +397,14 @@ func (s *Syncer) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) er
 	if err != nil {
 		return nil // no tokens
 	}
-	if wait := at.Sub(s.now()); wait > 0 {
-		s.pods.AddAfter(tenant.Namespace+"/"+tenant.Name, wait)
+	if wait := at.Sub(k.now()); wait > 0 {
+		k.q.AddAfter(tenant.Namespace+"/"+tenant.Name, wait)
 		return nil
 	}
-	c := s.o.Pod
+	c := k.o.Pod
 	res, errs := translate.Pod(tenant, c)
 	if len(errs) > 0 || res.SecretName == "" {
 		return nil
 	}
-	return s.ensurePodSecret(ctx, tenant, res)
+	return k.ensurePodSecret(ctx, tenant, res)
 }

@@ -18,10 +18,10 @@ import (
 	"capn.dev/capn/pkg/tenant/names"
 )
 
-// statusSyncer is a Syncer with what syncPodStatus reads and writes: the
+// statusSyncer is the pod status kind with what it reads and writes: the
 // tenant pod shop/web-0 (if tenantUID is set) in a fake tenant apiserver
 // and its listers, and a host pod labelled for hostUID.
-func statusSyncer(t *testing.T, tenantUID, hostUID string) (*Syncer, *fake.Clientset) {
+func statusSyncer(t *testing.T, tenantUID, hostUID string) (*podStatusKind, *fake.Clientset) {
 	t.Helper()
 	tenants := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	hosts := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
@@ -44,11 +44,10 @@ func statusSyncer(t *testing.T, tenantUID, hostUID string) (*Syncer, *fake.Clien
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.7", HostIP: "192.0.2.2"},
 	}
 	require.NoError(t, hosts.Add(host))
-	s := &Syncer{
+	s := &podStatusKind{Syncer: &Syncer{
 		o:          Options{WorkloadNamespace: testWorkloads, Tenant: client},
 		tenantPods: corelisters.NewPodLister(tenants), hostPods: corelisters.NewPodLister(hosts),
-		pods: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-	}
+	}, pods: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	t.Cleanup(s.pods.ShutDown)
 	client.ClearActions()
 	return s, client
@@ -56,7 +55,7 @@ func statusSyncer(t *testing.T, tenantUID, hostUID string) (*Syncer, *fake.Clien
 
 func TestSyncPodStatusUpSyncsARunningPod(t *testing.T) {
 	s, client := statusSyncer(t, "a", "a")
-	require.NoError(t, s.syncPodStatus(context.Background(), "shop/web-0"))
+	require.NoError(t, s.sync(context.Background(), "shop/web-0"))
 	got, err := client.CoreV1().Pods("shop").Get(context.Background(), "web-0", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, corev1.PodRunning, got.Status.Phase)
@@ -64,7 +63,7 @@ func TestSyncPodStatusUpSyncsARunningPod(t *testing.T) {
 	assert.Zero(t, s.pods.Len(), "an up-sync is the status queue's own work")
 }
 
-// Anything but an up-sync (creating, failing or deleting) stays syncPod's,
+// Anything but an up-sync (creating, failing or deleting) stays podKind's,
 // so the two queues never both create or delete.
 func TestSyncPodStatusHandsTheRestToSyncPod(t *testing.T) {
 	for name, uids := range map[string][2]string{
@@ -73,7 +72,7 @@ func TestSyncPodStatusHandsTheRestToSyncPod(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, client := statusSyncer(t, uids[0], uids[1])
-			require.NoError(t, s.syncPodStatus(context.Background(), "shop/web-0"))
+			require.NoError(t, s.sync(context.Background(), "shop/web-0"))
 			assert.Empty(t, client.Actions(), "no tenant write")
 			require.Equal(t, 1, s.pods.Len())
 			k, _ := s.pods.Get()

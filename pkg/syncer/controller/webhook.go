@@ -25,8 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -60,8 +62,6 @@ const (
 	// create can still fail after the webhook (a quota, a name taken,
 	// validation), and nothing tells the webhook so.
 	pendingServiceGrace = 30 * time.Second
-	// webhookKey on the objects queue reconciles the webhook configuration.
-	webhookKey = "webhook"
 )
 
 // WebhookOptions turn on the Service webhook. Empty: none, and tenant
@@ -267,7 +267,7 @@ func deny(err error) *admissionv1.AdmissionResponse {
 
 // allocateClusterIP creates svc's host Service, without the tenant UID
 // (the tenant object has none before it is stored), and returns the
-// ClusterIP the host gave it. syncService adopts it once the tenant
+// ClusterIP the host gave it. serviceKind adopts it once the tenant
 // Service exists with that IP, and collects it after pendingServiceGrace
 // otherwise. Reads here are live: the cache may not show the host Service
 // an earlier attempt made a moment ago.
@@ -364,24 +364,67 @@ func (s *Syncer) webhookConfiguration() *admissionregistrationv1.MutatingWebhook
 	}
 }
 
-// syncWebhook keeps the tenant's webhook configuration pointing at this
-// syncer; a tenant admin who edits or deletes it gets it back.
-func (s *Syncer) syncWebhook(ctx context.Context) error {
-	want := s.webhookConfiguration()
-	client := s.o.Tenant.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	cur, err := s.tenantWebhooks.Get(WebhookConfigurationName)
-	if apierrors.IsNotFound(err) {
-		_, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
+// webhookKind keeps the tenant's webhook configuration pointing at this
+// syncer, and serves the webhook: a tenant admin who edits or deletes the
+// configuration gets it back.
+type webhookKind struct {
+	*Syncer
+	q queue
+}
+
+// webhookKey is the webhook queue's one key.
+const webhookKey = "webhook"
+
+func (k *webhookKind) name() string { return kindWebhook }
+
+func (k *webhookKind) register(r *registrar) {
+	if !k.o.Webhook.enabled() {
+		return
+	}
+	k.q = r.queue(kindWebhook)
+	dns := r.queue(kindDNS)
+	k.tenantHook = informers.NewSharedInformerFactoryWithOptions(k.o.TenantWatch, k.o.ResyncPeriod,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", WebhookConfigurationName).String()
+		}))
+	hooks := k.tenantHook.Admissionregistration().V1().MutatingWebhookConfigurations()
+	k.tenantWebhooks = hooks.Lister()
+	r.waitFor(hooks.Informer().HasSynced)
+	// kube-dns waits for the webhook to be registered (dnsKind).
+	handle(hooks.Informer(), func(any) {
+		k.q.Add(webhookKey)
+		dns.Add(dnsKey)
+	})
+	r.beforeSync(k.start)
+}
+
+// start serves the webhook before anything registers it.
+func (k *webhookKind) start(ctx context.Context) error {
+	if err := k.serveWebhook(ctx); err != nil {
 		return err
 	}
+	k.tenantHook.Start(ctx.Done())
+	k.q.Add(webhookKey)
+	return nil
+}
+
+// webhookFields: the webhooks; the metadata is the tenant admin's to add to.
+var webhookFields = owned[*admissionregistrationv1.MutatingWebhookConfiguration]{
+	equal: func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+		return equality.Semantic.DeepEqual(cur.Webhooks, want.Webhooks)
+	},
+	merge: func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) *admissionregistrationv1.MutatingWebhookConfiguration {
+		upd := cur.DeepCopy()
+		upd.Webhooks = want.Webhooks
+		return upd
+	},
+}
+
+func (k *webhookKind) sync(ctx context.Context, _ string) error {
+	cur, err := cached(k.tenantWebhooks.Get(WebhookConfigurationName))
 	if err != nil {
 		return err
 	}
-	if equality.Semantic.DeepEqual(cur.Webhooks, want.Webhooks) {
-		return nil
-	}
-	upd := cur.DeepCopy()
-	upd.Webhooks = want.Webhooks
-	_, err = client.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+	_, _, err = applyIfChanged(ctx, k.o.Tenant.AdmissionregistrationV1().MutatingWebhookConfigurations(), cur, k.webhookConfiguration(), webhookFields)
 	return err
 }

@@ -1,0 +1,56 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"capn.dev/capn/pkg/tenant/names"
+)
+
+// A kind is one line in Syncer.kinds: it gets its own queue by its name,
+// and nothing else needs to know it.
+func TestEveryKindHasItsOwnQueue(t *testing.T) {
+	s := New(Options{Tenant: fake.NewClientset(), Host: fake.NewClientset(), WorkloadNamespace: testWorkloads})
+	t.Cleanup(s.reg.shutDown)
+	seen := map[string]bool{}
+	queues := map[queue]string{}
+	for _, k := range s.reg.kinds {
+		require.False(t, seen[k.name()], "two kinds named %q", k.name())
+		seen[k.name()] = true
+		q := s.reg.queue(k.name())
+		require.NotNil(t, q)
+		require.NotContains(t, queues, q, "%s shares a queue with %s", k.name(), queues[q])
+		queues[q] = k.name()
+	}
+	assert.Len(t, s.reg.queues, len(s.reg.kinds), "no queue without a kind")
+	assert.Panics(t, func() { s.reg.queue("objects") }, "an unknown kind is a programming error")
+}
+
+// A change of one kind that is another kind's work lands on that kind's
+// queue: the DNS addon's ConfigMap is both a copied ConfigMap and the
+// addon's.
+func TestCrossKindEnqueue(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.DNSNamespace, Name: names.DNSName}}
+	s := New(Options{Tenant: fake.NewClientset(cm), Host: fake.NewClientset(), WorkloadNamespace: testWorkloads})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	t.Cleanup(s.reg.shutDown)
+	s.tenant.Start(ctx.Done())
+	for typ, ok := range s.tenant.WaitForCacheSync(ctx.Done()) {
+		require.True(t, ok, "%v", typ)
+	}
+	require.Eventually(t, func() bool {
+		return s.reg.queue(kindConfigMaps).Len() == 1 && s.reg.queue(kindDNS).Len() == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	k, _ := s.reg.queue(kindConfigMaps).Get()
+	assert.Equal(t, names.DNSNamespace+"/"+names.DNSName, k)
+	k, _ = s.reg.queue(kindDNS).Get()
+	assert.Equal(t, dnsKey, k)
+}
