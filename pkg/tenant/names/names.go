@@ -1,5 +1,11 @@
-// Package names maps a tenant's namespaced objects to the names the syncer
-// gives them in the tenant's workload namespace on the management cluster.
+// Package names is the tenant vocabulary that capn's provisioner and
+// capn-syncer share, below both so that neither imports the other: the
+// names and identity labels of a tenant's objects on the management
+// cluster (this file), and the names both sides must agree on
+// (shared.go).
+//
+// A tenant's namespaced objects are given names in the tenant's workload
+// namespace on the management cluster.
 //
 // All of a tenant's namespaces share one workload namespace, so the host
 // name must keep (namespace, name) pairs apart: "a-b"/"c" and "a"/"b-c"
