@@ -164,12 +164,10 @@ func isTerminal(p *corev1.Pod) bool {
 // its own Secret, and creates it on the host. A refused pod fails in the
 // tenant with the reasons and an Event; nothing is created for it.
 func (k *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
-	c := k.o.Pod
-	ns, err := k.nameserver()
+	c, err := k.podContext(tenant)
 	if err != nil {
-		return fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+		return err
 	}
-	c.Nameserver = ns
 	svcs, err := k.tenantServices.Services(tenant.Namespace).List(labels.Everything())
 	if err != nil {
 		return err
@@ -216,6 +214,20 @@ func (k *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 	}
 	klog.FromContext(ctx).V(2).Info("created host pod", "pod", klog.KObj(tenant), "host", pod.Name)
 	return nil
+}
+
+// podContext is the translation context of tenant: the pod is checked
+// against, and pointed at, the nameserver the tenant's DNS has now, so a
+// pod that names it (dnsPolicy None) translates the same when created and
+// when its tokens are refreshed.
+func (k *podKind) podContext(tenant *corev1.Pod) (translate.Context, error) {
+	c := k.o.Pod
+	ns, err := k.nameserver()
+	if err != nil {
+		return c, fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+	}
+	c.Nameserver = ns
+	return c, nil
 }
 
 // refusal is the tenant-facing text of a translation's errors, bounded.
@@ -401,7 +413,10 @@ func (k *podKind) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) e
 		k.q.AddAfter(tenant.Namespace+"/"+tenant.Name, wait)
 		return nil
 	}
-	c := k.o.Pod
+	c, err := k.podContext(tenant)
+	if err != nil {
+		return err
+	}
 	res, errs := translate.Pod(tenant, c)
 	if len(errs) > 0 || res.SecretName == "" {
 		return nil

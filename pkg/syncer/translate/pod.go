@@ -147,6 +147,8 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 
 	volumes, verrs := refs.volumes(ts.Volumes, spec.Child("volumes"))
 	errs = append(errs, verrs...)
+	dnsCfg, derrs := dnsConfig(tenant, c, spec.Child("dnsConfig"))
+	errs = append(errs, derrs...)
 
 	hs := corev1.PodSpec{
 		Volumes:                       volumes,
@@ -168,7 +170,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		ShareProcessNamespace: ts.ShareProcessNamespace,
 		HostAliases:           hostAliases(ts.HostAliases, c),
 		DNSPolicy:             corev1.DNSNone,
-		DNSConfig:             dnsConfig(tenant, c),
+		DNSConfig:             dnsCfg,
 		OS:                    ts.OS.DeepCopy(),
 		Resources:             ts.Resources.DeepCopy(),
 		Affinity:              pinTo(node),
@@ -291,24 +293,54 @@ func hostAliases(tenant []corev1.HostAlias, c Context) []corev1.HostAlias {
 	return out
 }
 
+// Bounds of a pod's DNS config, as Kubernetes validates them
+// (k8s.io/kubernetes/pkg/apis/core/validation): the merged config must meet
+// them, or the host apiserver refuses the pod in its own words.
+const (
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
+)
+
 // dnsConfig points the pod at the tenant DNS with the search path the
-// kubelet would give it, unless the tenant pod brings its own (dnsPolicy
-// None).
-func dnsConfig(p *corev1.Pod, c Context) *corev1.PodDNSConfig {
+// kubelet would give it, or, with dnsPolicy None, at the tenant's own
+// config. Either way the only nameserver is the tenant DNS: any other
+// would let the pod query a resolver on the provider's network (the
+// management cluster's DNS names every management Service).
+func dnsConfig(p *corev1.Pod, c Context, path *field.Path) (*corev1.PodDNSConfig, field.ErrorList) {
+	var errs field.ErrorList
+	tc := p.Spec.DNSConfig
+	if tc == nil {
+		tc = &corev1.PodDNSConfig{}
+	}
+	for i, ns := range tc.Nameservers {
+		if ns != c.Nameserver {
+			errs = append(errs, field.Invalid(path.Child("nameservers").Index(i), ns,
+				fmt.Sprintf("only the cluster DNS %s may be named: the pod resolves through its cluster's DNS only", c.Nameserver)))
+		}
+	}
+	var cfg *corev1.PodDNSConfig
 	if p.Spec.DNSPolicy == corev1.DNSNone && p.Spec.DNSConfig != nil {
-		return p.Spec.DNSConfig.DeepCopy()
+		cfg = tc.DeepCopy()
+		if len(cfg.Nameservers) == 0 {
+			errs = append(errs, field.Required(path.Child("nameservers"), fmt.Sprintf("with dnsPolicy None, name the cluster DNS %s", c.Nameserver)))
+		}
+		// The kubelet writes each nameserver once; so does the syncer.
+		cfg.Nameservers = slices.Compact(cfg.Nameservers)
+	} else {
+		d := c.DNSDomain
+		cfg = &corev1.PodDNSConfig{
+			Nameservers: []string{c.Nameserver},
+			Searches:    append([]string{p.Namespace + ".svc." + d, "svc." + d, d}, tc.Searches...),
+			Options:     append([]corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}}, tc.Options...),
+		}
 	}
-	d := c.DNSDomain
-	cfg := &corev1.PodDNSConfig{
-		Nameservers: []string{c.Nameserver},
-		Searches:    []string{p.Namespace + ".svc." + d, "svc." + d, d},
-		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}},
+	if n := len(cfg.Searches); n > maxDNSSearchPaths {
+		errs = append(errs, field.TooMany(path.Child("searches"), n, maxDNSSearchPaths))
 	}
-	if p.Spec.DNSConfig != nil {
-		cfg.Searches = append(cfg.Searches, p.Spec.DNSConfig.Searches...)
-		cfg.Options = append(cfg.Options, p.Spec.DNSConfig.Options...)
+	if n := len(strings.Join(cfg.Searches, " ")); n > maxDNSSearchListChars {
+		errs = append(errs, field.TooLong(path.Child("searches"), "", maxDNSSearchListChars))
 	}
-	return cfg
+	return cfg, errs
 }
 
 // serviceEnv is the environment the kubelet would have given the pod in

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"capn.dev/capn/pkg/tenant/names"
@@ -128,4 +131,91 @@ func TestHostLabelsDropReservedKeys(t *testing.T) {
 		names.TenantUIDLabel:           "u-1",
 		"capn.dev.example.com/ok":      "kept",
 	}, l)
+}
+
+// podOn is a minimal tenant pod bound to a node, for table tests that
+// change one field.
+func podOn(mutate func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", UID: "u"},
+		Spec:       corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+	}
+	mutate(p)
+	return p
+}
+
+// errorStrings is errs as the tenant reads them.
+func errorStrings(errs field.ErrorList) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func TestPodNameserversAreTheClusterDNSOnly(t *testing.T) {
+	many := make([]string, 30)
+	for i := range many {
+		many[i] = fmt.Sprintf("s%d.example", i)
+	}
+	cases := []struct {
+		name            string
+		policy          corev1.DNSPolicy
+		cfg             *corev1.PodDNSConfig
+		wantNameservers []string
+		wantSearches    []string
+		wantErrs        []string
+	}{{
+		name:            "None naming the cluster DNS keeps its searches and options",
+		policy:          corev1.DNSNone,
+		cfg:             &corev1.PodDNSConfig{Nameservers: []string{"10.96.0.10"}, Searches: []string{"a.example"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("1")}}},
+		wantNameservers: []string{"10.96.0.10"},
+		wantSearches:    []string{"a.example"},
+	}, {
+		name:            "None naming the cluster DNS twice names it once",
+		policy:          corev1.DNSNone,
+		cfg:             &corev1.PodDNSConfig{Nameservers: []string{"10.96.0.10", "10.96.0.10"}},
+		wantNameservers: []string{"10.96.0.10"},
+	}, {
+		name:     "None naming the management DNS is refused",
+		policy:   corev1.DNSNone,
+		cfg:      &corev1.PodDNSConfig{Nameservers: []string{"10.96.0.10", "10.0.0.10"}},
+		wantErrs: []string{`spec.dnsConfig.nameservers[1]: Invalid value: "10.0.0.10": only the cluster DNS 10.96.0.10 may be named: the pod resolves through its cluster's DNS only`},
+	}, {
+		name:     "None with no nameserver is refused",
+		policy:   corev1.DNSNone,
+		cfg:      &corev1.PodDNSConfig{Searches: []string{"a.example"}},
+		wantErrs: []string{"spec.dnsConfig.nameservers: Required value: with dnsPolicy None, name the cluster DNS 10.96.0.10"},
+	}, {
+		name:     "ClusterFirst adding another nameserver is refused, not dropped",
+		policy:   corev1.DNSClusterFirst,
+		cfg:      &corev1.PodDNSConfig{Nameservers: []string{"8.8.8.8"}},
+		wantErrs: []string{`spec.dnsConfig.nameservers[0]: Invalid value: "8.8.8.8": only the cluster DNS 10.96.0.10 may be named: the pod resolves through its cluster's DNS only`},
+	}, {
+		name:            "ClusterFirst adding the cluster DNS names it once",
+		policy:          corev1.DNSClusterFirst,
+		cfg:             &corev1.PodDNSConfig{Nameservers: []string{"10.96.0.10"}},
+		wantNameservers: []string{"10.96.0.10"},
+		wantSearches:    []string{"shop.svc.cluster.local", "svc.cluster.local", "cluster.local"},
+	}, {
+		name:     "ClusterFirst searches over Kubernetes' bound once merged are refused",
+		policy:   corev1.DNSClusterFirst,
+		cfg:      &corev1.PodDNSConfig{Searches: many},
+		wantErrs: []string{"spec.dnsConfig.searches: Too many: 33: must have at most 32 items"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, errs := Pod(podOn(func(p *corev1.Pod) { p.Spec.DNSPolicy, p.Spec.DNSConfig = tc.policy, tc.cfg }), goldenContext())
+			if tc.wantErrs != nil {
+				assert.Nil(t, res)
+				assert.Equal(t, tc.wantErrs, errorStrings(errs))
+				return
+			}
+			require.Empty(t, errs)
+			got := res.Pod.Spec.DNSConfig
+			assert.Equal(t, corev1.DNSNone, res.Pod.Spec.DNSPolicy)
+			assert.Equal(t, tc.wantNameservers, got.Nameservers)
+			assert.Equal(t, tc.wantSearches, got.Searches)
+		})
+	}
 }
