@@ -280,11 +280,11 @@ func (w statusWriter) Update(ctx context.Context, p *corev1.Pod, o metav1.Update
 }
 
 // finishDeletion is the kubelet's half of a graceful delete: the host pod
-// gets the tenant pod's grace period, and once it is gone the tenant pod is
-// removed for good.
+// gets the tenant pod's grace period, within the provider's bound, and
+// once it is gone the tenant pod is removed for good.
 func (k *podKind) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) error {
 	if host != nil {
-		return k.deleteHostPod(ctx, host, tenant.DeletionGracePeriodSeconds)
+		return k.deleteHostPod(ctx, host, translate.DeletionGracePeriod(tenant.DeletionGracePeriodSeconds, k.o.Pod))
 	}
 	err := k.o.Tenant.CoreV1().Pods(tenant.Namespace).Delete(ctx, tenant.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0),

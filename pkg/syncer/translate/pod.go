@@ -122,10 +122,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	if ts.RuntimeClassName != nil && !slices.Contains(c.RuntimeClasses, *ts.RuntimeClassName) {
 		errs = append(errs, field.NotSupported(spec.Child("runtimeClassName"), *ts.RuntimeClassName, c.RuntimeClasses))
 	}
-	maxGrace := c.MaxGracePeriodSeconds
-	if maxGrace == 0 {
-		maxGrace = names.MaxGracePeriodSeconds
-	}
+	maxGrace := c.maxGracePeriod()
 	if g := ts.TerminationGracePeriodSeconds; g != nil && *g > maxGrace {
 		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, fmt.Sprintf("must be at most %d", maxGrace)))
 	}
@@ -226,6 +223,26 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		r.SecretName = podSecret
 	}
 	return r, nil
+}
+
+func (c Context) maxGracePeriod() int64 {
+	if c.MaxGracePeriodSeconds == 0 {
+		return names.MaxGracePeriodSeconds
+	}
+	return c.MaxGracePeriodSeconds
+}
+
+// DeletionGracePeriod is the grace period to delete a host pod with when
+// its tenant pod is deleted with grace (nil: the host pod's own, already
+// bounded). The tenant apiserver accepts any grace on a delete, so the
+// bound on terminationGracePeriodSeconds would mean nothing if a delete
+// could carry a longer one to the host: the pod would hold its node and
+// quota for as long as the tenant asked.
+func DeletionGracePeriod(tenant *int64, c Context) *int64 {
+	if tenant == nil {
+		return nil
+	}
+	return ptr.To(min(*tenant, c.maxGracePeriod()))
 }
 
 // reservedLabel: label keys a tenant may not carry onto the host, because

@@ -219,3 +219,26 @@ func TestPodNameserversAreTheClusterDNSOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestDeletionGracePeriodIsBounded(t *testing.T) {
+	cases := []struct {
+		name   string
+		tenant *int64
+		max    int64
+		want   *int64
+	}{
+		{name: "no grace keeps the host pod's own", tenant: nil, want: nil},
+		{name: "within the default bound", tenant: ptr.To[int64](30), want: ptr.To[int64](30)},
+		{name: "zero stays zero", tenant: ptr.To[int64](0), want: ptr.To[int64](0)},
+		{name: "over the default bound is capped", tenant: ptr.To[int64](100000), want: ptr.To[int64](names.MaxGracePeriodSeconds)},
+		{name: "over the provider's bound is capped", tenant: ptr.To[int64](100), max: 90, want: ptr.To[int64](90)},
+		{name: "within the provider's bound", tenant: ptr.To[int64](80), max: 90, want: ptr.To[int64](80)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := goldenContext()
+			c.MaxGracePeriodSeconds = tc.max
+			assert.Equal(t, tc.want, DeletionGracePeriod(tc.tenant, c))
+		})
+	}
+}
