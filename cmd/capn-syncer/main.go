@@ -121,6 +121,7 @@ func syncerOptions(o *options) (controller.Options, error) {
 			APIServerHost: host, APIServerPort: int32(port),
 			Nameserver: o.TenantNameserver, DNSDomain: o.TenantDNSDomain,
 			Level: level, RuntimeClasses: splitList(o.AllowedRuntimeClasses), MaxGracePeriodSeconds: o.MaxTerminationGracePeriod,
+			AllowNetRaw: o.AllowNetRaw,
 		},
 	}
 	return so, nil

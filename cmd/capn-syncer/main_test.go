@@ -26,6 +26,7 @@ func TestSyncerOptions(t *testing.T) {
 		{Key: "dedicated", Operator: corev1.TolerationOpExists},
 	}, so.HostTolerations)
 	assert.False(t, so.DNS.Enabled)
+	assert.False(t, so.Pod.AllowNetRaw, "NET_RAW is dropped unless the provider allows it")
 
 	o := valid()
 	o.DNSAddon, o.DNSImage, o.DNSUpstreams, o.TenantDNSDomain = true, "registry.example/coredns:v1", "10.0.0.53", "cluster.local"
@@ -33,6 +34,12 @@ func TestSyncerOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.53"}, so.DNS.Upstreams)
 	assert.True(t, so.DNS.Enabled)
+
+	o = valid()
+	o.AllowNetRaw = true
+	so, err = syncerOptions(o)
+	require.NoError(t, err)
+	assert.True(t, so.Pod.AllowNetRaw)
 }
 
 func TestSyncerOptionsRefused(t *testing.T) {

@@ -55,6 +55,12 @@ type Context struct {
 	RuntimeClasses []string
 	// MaxGracePeriodSeconds bounds terminationGracePeriodSeconds.
 	MaxGracePeriodSeconds int64
+	// AllowNetRaw keeps the container runtime's default CAP_NET_RAW in
+	// host containers. Off, every host container drops it: a tenant
+	// container running as root could otherwise forge packets (ARP, other
+	// pods' source addresses) on a bridge network it shares with other
+	// tenants' pods.
+	AllowNetRaw bool
 }
 
 // Token is a service-account token the syncer must request from the tenant
@@ -182,6 +188,12 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	}
 	for i := range hs.InitContainers {
 		hs.InitContainers[i].Env = append(slices.Clone(env), hs.InitContainers[i].Env...)
+	}
+	if !c.AllowNetRaw {
+		// Adding NET_RAW back is refused by the Pod Security check below
+		// (baseline does not allow it), so a drop cannot be undone.
+		dropNetRaw(hs.InitContainers)
+		dropNetRaw(hs.Containers)
 	}
 	errs = append(errs, refs.errs...)
 
@@ -624,6 +636,27 @@ func (r *refs) containers(in []corev1.Container, p *corev1.Pod) []corev1.Contain
 		out = append(out, hc)
 	}
 	return out
+}
+
+// netRaw is the capability dropped unless the provider allows it.
+const netRaw corev1.Capability = "NET_RAW"
+
+// dropNetRaw adds NET_RAW to each container's dropped capabilities, after
+// the tenant's own drops, unless they drop it or ALL already.
+func dropNetRaw(cs []corev1.Container) {
+	for i := range cs {
+		sc := cs[i].SecurityContext
+		if sc == nil {
+			sc = &corev1.SecurityContext{}
+			cs[i].SecurityContext = sc
+		}
+		if sc.Capabilities == nil {
+			sc.Capabilities = &corev1.Capabilities{}
+		}
+		if !slices.Contains(sc.Capabilities.Drop, netRaw) && !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			sc.Capabilities.Drop = append(sc.Capabilities.Drop, netRaw)
+		}
+	}
 }
 
 // literalField is the tenant value of a downward-API env field that

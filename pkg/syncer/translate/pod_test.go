@@ -242,3 +242,66 @@ func TestDeletionGracePeriodIsBounded(t *testing.T) {
 		})
 	}
 }
+
+func TestPodDropsNetRaw(t *testing.T) {
+	caps := func(add, drop []corev1.Capability) *corev1.SecurityContext {
+		return &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: add, Drop: drop}}
+	}
+	cases := []struct {
+		name        string
+		allowNetRaw bool
+		sc          *corev1.SecurityContext
+		want        *corev1.SecurityContext
+		wantErr     string
+	}{{
+		name: "no securityContext gets one that drops NET_RAW",
+		want: caps(nil, []corev1.Capability{"NET_RAW"}),
+	}, {
+		name: "the tenant's drops and other fields stay",
+		sc:   &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"CHOWN"}}},
+		want: &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"CHOWN", "NET_RAW"}}},
+	}, {
+		name: "dropping ALL already drops it",
+		sc:   caps(nil, []corev1.Capability{"ALL"}),
+		want: caps(nil, []corev1.Capability{"ALL"}),
+	}, {
+		name: "dropping NET_RAW is not repeated",
+		sc:   caps(nil, []corev1.Capability{"NET_RAW"}),
+		want: caps(nil, []corev1.Capability{"NET_RAW"}),
+	}, {
+		name:        "a provider that allows NET_RAW keeps the tenant's securityContext",
+		allowNetRaw: true,
+		sc:          caps(nil, []corev1.Capability{"CHOWN"}),
+		want:        caps(nil, []corev1.Capability{"CHOWN"}),
+	}, {
+		name:    "adding NET_RAW back is refused at baseline",
+		sc:      caps([]corev1.Capability{"NET_RAW"}, nil),
+		wantErr: `spec: Forbidden: pod security level "baseline": non-default capabilities (containers "init", "c" must not include "NET_RAW" in securityContext.capabilities.add)`,
+	}, {
+		name:        "adding NET_RAW is refused at baseline even where the provider allows it",
+		allowNetRaw: true,
+		sc:          caps([]corev1.Capability{"NET_RAW"}, nil),
+		wantErr:     `spec: Forbidden: pod security level "baseline": non-default capabilities (containers "init", "c" must not include "NET_RAW" in securityContext.capabilities.add)`,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tenant := podOn(func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "i", SecurityContext: tc.sc.DeepCopy()}}
+				p.Spec.Containers[0].SecurityContext = tc.sc.DeepCopy()
+			})
+			before := tenant.DeepCopy()
+			c := goldenContext()
+			c.AllowNetRaw = tc.allowNetRaw
+			res, errs := Pod(tenant, c)
+			assert.Equal(t, before, tenant, "the tenant pod is not changed")
+			if tc.wantErr != "" {
+				assert.Nil(t, res)
+				assert.Equal(t, []string{tc.wantErr}, errorStrings(errs))
+				return
+			}
+			require.Empty(t, errs)
+			assert.Equal(t, tc.want, res.Pod.Spec.InitContainers[0].SecurityContext, "init container")
+			assert.Equal(t, tc.want, res.Pod.Spec.Containers[0].SecurityContext, "container")
+		})
+	}
+}

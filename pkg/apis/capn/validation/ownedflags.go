@@ -123,6 +123,7 @@ var OwnedFlags = map[string]map[string]string{
 		cmdsyncer.FlagHostTolerations:           whySyncerScope,
 		cmdsyncer.FlagAllowedRuntimeClasses:     whySyncerScope,
 		cmdsyncer.FlagMaxTerminationGracePeriod: whySyncerScope,
+		cmdsyncer.FlagAllowNetRaw:               whySyncerScope,
 		cmdsyncer.FlagLeaderElect:               whyLeaderElect,
 		cmdsyncer.FlagLeaderElectNamespace:      whyLeaderElect,
 		cmdsyncer.FlagHealthAddress:             "capn's probes read it",

@@ -69,6 +69,7 @@ func TestOwnedFlag(t *testing.T) {
 		{v1alpha1.ComponentScheduler, "leader-elect", true, "replicas > 1"},
 		{v1alpha1.ComponentScheduler, "etcd-servers", false, ""},
 		{"etcd", "etcd-servers", false, ""},
+		{v1alpha1.ComponentSyncer, "allow-net-raw", true, "provider setting"},
 	}
 	for _, tc := range cases {
 		reason, owned := OwnedFlag(tc.component, tc.flag)
