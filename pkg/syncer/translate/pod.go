@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/pod-security-admission/api"
@@ -61,6 +62,9 @@ type Context struct {
 	// pods' source addresses) on a bridge network it shares with other
 	// tenants' pods.
 	AllowNetRaw bool
+	// MaxEmptyDirSize bounds the sizeLimit of emptyDir volumes, and is the
+	// sizeLimit of those that set none; zero is names.MaxEmptyDirSize.
+	MaxEmptyDirSize resource.Quantity
 }
 
 // Token is a service-account token the syncer must request from the tenant
@@ -146,7 +150,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		keyNamespace: []byte(tenant.Namespace),
 		keyUID:       []byte(tenant.UID),
 	}}
-	refs := &refs{ns: tenant.Namespace, podSecret: podSecret, result: r}
+	refs := &refs{ns: tenant.Namespace, podSecret: podSecret, result: r, maxEmptyDir: c.maxEmptyDirSize()}
 
 	volumes, verrs := refs.volumes(ts.Volumes, spec.Child("volumes"))
 	errs = append(errs, verrs...)
@@ -235,6 +239,13 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		r.SecretName = podSecret
 	}
 	return r, nil
+}
+
+func (c Context) maxEmptyDirSize() resource.Quantity {
+	if c.MaxEmptyDirSize.IsZero() {
+		return resource.MustParse(names.MaxEmptyDirSize)
+	}
+	return c.MaxEmptyDirSize
 }
 
 func (c Context) maxGracePeriod() int64 {
@@ -447,6 +458,7 @@ type refs struct {
 	errs          field.ErrorList
 	// usesPodSecret: a volume projects from the pod's own Secret.
 	usesPodSecret bool
+	maxEmptyDir   resource.Quantity
 }
 
 func (r *refs) configMap(name string) string {
@@ -469,7 +481,8 @@ func (r *refs) pullSecrets(in []corev1.LocalObjectReference) []corev1.LocalObjec
 
 // volumes allows emptyDir, configMap, secret, downwardAPI and projected
 // sources, the ones a pod's own namespace can back; anything that mounts
-// the node or claims storage is refused.
+// the node or claims storage is refused. An emptyDir always has a
+// sizeLimit, so the kubelet evicts a pod that fills it past the bound.
 func (r *refs) volumes(in []corev1.Volume, p *field.Path) ([]corev1.Volume, field.ErrorList) {
 	var out []corev1.Volume
 	var errs field.ErrorList
@@ -479,7 +492,15 @@ func (r *refs) volumes(in []corev1.Volume, p *field.Path) ([]corev1.Volume, fiel
 		hv := corev1.Volume{Name: v.Name}
 		switch {
 		case src.EmptyDir != nil:
-			hv.EmptyDir = src.EmptyDir.DeepCopy()
+			ed := src.EmptyDir.DeepCopy()
+			switch {
+			case ed.SizeLimit == nil:
+				ed.SizeLimit = ptr.To(r.maxEmptyDir.DeepCopy())
+			case ed.SizeLimit.Cmp(r.maxEmptyDir) > 0:
+				errs = append(errs, field.Invalid(vp.Child("emptyDir", "sizeLimit"), ed.SizeLimit.String(),
+					fmt.Sprintf("must be at most %s: emptyDir volumes share the node's disk and memory with other tenants' pods", r.maxEmptyDir.String())))
+			}
+			hv.EmptyDir = ed
 		case src.ConfigMap != nil:
 			cm := src.ConfigMap.DeepCopy()
 			cm.Name = r.configMap(cm.Name)

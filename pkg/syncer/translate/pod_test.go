@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/pod-security-admission/api"
@@ -302,6 +303,47 @@ func TestPodDropsNetRaw(t *testing.T) {
 			require.Empty(t, errs)
 			assert.Equal(t, tc.want, res.Pod.Spec.InitContainers[0].SecurityContext, "init container")
 			assert.Equal(t, tc.want, res.Pod.Spec.Containers[0].SecurityContext, "container")
+		})
+	}
+}
+
+func TestPodBoundsEmptyDirs(t *testing.T) {
+	q := func(s string) *resource.Quantity { return ptr.To(resource.MustParse(s)) }
+	cases := []struct {
+		name    string
+		max     string
+		limit   *resource.Quantity
+		want    *resource.Quantity
+		wantErr string
+	}{
+		{name: "none gets the default bound", want: q("1Gi")},
+		{name: "within the default bound stays", limit: q("512Mi"), want: q("512Mi")},
+		{name: "at the default bound stays", limit: q("1024Mi"), want: q("1024Mi")},
+		{name: "over the default bound is refused", limit: q("2Gi"),
+			wantErr: `spec.volumes[0].emptyDir.sizeLimit: Invalid value: "2Gi": must be at most 1Gi: emptyDir volumes share the node's disk and memory with other tenants' pods`},
+		{name: "none gets the provider's bound", max: "4Gi", want: q("4Gi")},
+		{name: "within the provider's bound stays", max: "4Gi", limit: q("2Gi"), want: q("2Gi")},
+		{name: "over the provider's bound is refused", max: "100Mi", limit: q("1Gi"),
+			wantErr: `spec.volumes[0].emptyDir.sizeLimit: Invalid value: "1Gi": must be at most 100Mi: emptyDir volumes share the node's disk and memory with other tenants' pods`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := goldenContext()
+			if tc.max != "" {
+				c.MaxEmptyDirSize = resource.MustParse(tc.max)
+			}
+			res, errs := Pod(podOn(func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: tc.limit}}}}
+			}), c)
+			if tc.wantErr != "" {
+				assert.Nil(t, res)
+				assert.Equal(t, []string{tc.wantErr}, errorStrings(errs))
+				return
+			}
+			require.Empty(t, errs)
+			got := res.Pod.Spec.Volumes[0].EmptyDir.SizeLimit
+			require.NotNil(t, got)
+			assert.Zero(t, tc.want.Cmp(*got), "sizeLimit %s, want %s", got, tc.want)
 		})
 	}
 }

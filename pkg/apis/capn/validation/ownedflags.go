@@ -128,6 +128,7 @@ var OwnedFlags = map[string]map[string]string{
 		cmdsyncer.FlagAllowedRuntimeClasses:     whySyncerScope,
 		cmdsyncer.FlagMaxTerminationGracePeriod: whySyncerScope,
 		cmdsyncer.FlagAllowNetRaw:               whySyncerScope,
+		cmdsyncer.FlagMaxEmptyDirSize:           whySyncerScope,
 		cmdsyncer.FlagLeaderElect:               whyLeaderElect,
 		cmdsyncer.FlagLeaderElectNamespace:      whyLeaderElect,
 		cmdsyncer.FlagHealthAddress:             "capn's probes read it",

@@ -75,6 +75,7 @@ func TestOwnedFlag(t *testing.T) {
 		{v1alpha1.ComponentScheduler, "etcd-servers", false, ""},
 		{"etcd", "etcd-servers", false, ""},
 		{v1alpha1.ComponentSyncer, "allow-net-raw", true, "provider setting"},
+		{v1alpha1.ComponentSyncer, "max-empty-dir-size", true, "provider setting"},
 	}
 	for _, tc := range cases {
 		reason, owned := OwnedFlag(tc.component, tc.flag)
