@@ -418,7 +418,14 @@ func (k *podKind) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) e
 		return err
 	}
 	res, errs := translate.Pod(tenant, c)
-	if len(errs) > 0 || res.SecretName == "" {
+	if len(errs) > 0 {
+		// A pod created before a rule tightened keeps running, but its
+		// tokens lapse: say so, or the provider sees only the tenant's
+		// authentication errors.
+		klog.FromContext(ctx).Info("not refreshing tokens: the pod is refused by today's rules", "pod", klog.KObj(tenant), "reasons", refusal(errs))
+		return nil
+	}
+	if res.SecretName == "" {
 		return nil
 	}
 	return k.ensurePodSecret(ctx, tenant, res)
