@@ -10,6 +10,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 )
 
 func TestOwnedFlag(t *testing.T) {
@@ -74,8 +75,8 @@ func TestOwnedFlag(t *testing.T) {
 		{v1alpha1.ComponentScheduler, "leader-elect", true, "replicas > 1"},
 		{v1alpha1.ComponentScheduler, "etcd-servers", false, ""},
 		{"etcd", "etcd-servers", false, ""},
-		{v1alpha1.ComponentSyncer, "allow-net-raw", true, "provider setting"},
-		{v1alpha1.ComponentSyncer, "max-empty-dir-size", true, "provider setting"},
+		{v1alpha1.ComponentSyncer, cmdsyncer.FlagAllowNetRaw, true, "provider setting"},
+		{v1alpha1.ComponentSyncer, cmdsyncer.FlagMaxEmptyDirSize, true, "provider setting"},
 	}
 	for _, tc := range cases {
 		reason, owned := OwnedFlag(tc.component, tc.flag)
