@@ -22,6 +22,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -86,6 +87,10 @@ func syncerOptions(o *options) (controller.Options, error) {
 		}
 		tols = append(tols, t)
 	}
+	maxEmptyDir, err := resource.ParseQuantity(o.MaxEmptyDirSize)
+	if err != nil || maxEmptyDir.Sign() <= 0 {
+		return so, fmt.Errorf("--%s %q is not a positive quantity", cmdsyncer.FlagMaxEmptyDirSize, o.MaxEmptyDirSize)
+	}
 	if net.ParseIP(o.TenantNameserver) == nil {
 		return so, fmt.Errorf("--%s %q is not an IP address", cmdsyncer.FlagTenantNameserver, o.TenantNameserver)
 	}
@@ -121,6 +126,7 @@ func syncerOptions(o *options) (controller.Options, error) {
 			APIServerHost: host, APIServerPort: int32(port),
 			Nameserver: o.TenantNameserver, DNSDomain: o.TenantDNSDomain,
 			Level: level, RuntimeClasses: splitList(o.AllowedRuntimeClasses), MaxGracePeriodSeconds: o.MaxTerminationGracePeriod,
+			AllowNetRaw: o.AllowNetRaw, MaxEmptyDirSize: maxEmptyDir,
 		},
 	}
 	return so, nil

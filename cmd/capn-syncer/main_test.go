@@ -11,7 +11,8 @@ import (
 
 func valid() *options {
 	return &options{TenantKubeconfig: "k", WorkloadNamespace: "w", TenantAPIServerAddress: "10.96.0.5:6443", TenantNameserver: "10.96.0.10",
-		TenantPodSecurity: "restricted", HostTolerations: "kwok.x-k8s.io/node=fake:NoSchedule, dedicated", AllowedRuntimeClasses: "runc,,gvisor"}
+		TenantPodSecurity: "restricted", HostTolerations: "kwok.x-k8s.io/node=fake:NoSchedule, dedicated", AllowedRuntimeClasses: "runc,,gvisor",
+		MaxEmptyDirSize: "2Gi"}
 }
 
 func TestSyncerOptions(t *testing.T) {
@@ -26,6 +27,8 @@ func TestSyncerOptions(t *testing.T) {
 		{Key: "dedicated", Operator: corev1.TolerationOpExists},
 	}, so.HostTolerations)
 	assert.False(t, so.DNS.Enabled)
+	assert.False(t, so.Pod.AllowNetRaw, "NET_RAW is dropped unless the provider allows it")
+	assert.Equal(t, "2Gi", so.Pod.MaxEmptyDirSize.String())
 
 	o := valid()
 	o.DNSAddon, o.DNSImage, o.DNSUpstreams, o.TenantDNSDomain = true, "registry.example/coredns:v1", "10.0.0.53", "cluster.local"
@@ -33,6 +36,12 @@ func TestSyncerOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.53"}, so.DNS.Upstreams)
 	assert.True(t, so.DNS.Enabled)
+
+	o = valid()
+	o.AllowNetRaw = true
+	so, err = syncerOptions(o)
+	require.NoError(t, err)
+	assert.True(t, so.Pod.AllowNetRaw)
 }
 
 func TestSyncerOptionsRefused(t *testing.T) {
@@ -47,6 +56,8 @@ func TestSyncerOptionsRefused(t *testing.T) {
 		"bad selector":      func(o *options) { o.HostNodeSelector = "a in (" },
 		"dns upstream name": func(o *options) { o.DNSAddon, o.DNSImage, o.DNSUpstreams = true, "i", "dns.google" },
 		"dns no image":      func(o *options) { o.DNSAddon, o.DNSImage = true, "" },
+		"emptyDir bound":    func(o *options) { o.MaxEmptyDirSize = "lots" },
+		"emptyDir zero":     func(o *options) { o.MaxEmptyDirSize = "0" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := valid()

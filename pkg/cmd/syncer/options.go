@@ -31,6 +31,8 @@ const (
 	FlagHostTolerations           = "host-tolerations"
 	FlagAllowedRuntimeClasses     = "allowed-runtime-classes"
 	FlagMaxTerminationGracePeriod = "max-termination-grace-period"
+	FlagAllowNetRaw               = "allow-net-raw"
+	FlagMaxEmptyDirSize           = "max-empty-dir-size"
 	FlagWorkers                   = "workers"
 	FlagQPS                       = "qps"
 	FlagBurst                     = "burst"
@@ -70,6 +72,8 @@ type Options struct {
 	HostTolerations           string
 	AllowedRuntimeClasses     string
 	MaxTerminationGracePeriod int64
+	AllowNetRaw               bool
+	MaxEmptyDirSize           string
 	Workers                   int
 	QPS                       float64
 	Burst                     int
@@ -98,6 +102,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HostTolerations, FlagHostTolerations, o.HostTolerations, "Comma-separated tolerations of every host pod, each key[=value][:Effect].")
 	fs.StringVar(&o.AllowedRuntimeClasses, FlagAllowedRuntimeClasses, o.AllowedRuntimeClasses, "Comma-separated runtime classes tenant pods may name.")
 	fs.Int64Var(&o.MaxTerminationGracePeriod, FlagMaxTerminationGracePeriod, o.MaxTerminationGracePeriod, "Largest terminationGracePeriodSeconds a tenant pod may ask for.")
+	fs.BoolVar(&o.AllowNetRaw, FlagAllowNetRaw, o.AllowNetRaw, "Keep the container runtime's default CAP_NET_RAW in tenant containers; false drops it from every host container, so a tenant cannot forge packets on a network it shares with other tenants.")
+	fs.StringVar(&o.MaxEmptyDirSize, FlagMaxEmptyDirSize, o.MaxEmptyDirSize, "Largest emptyDir sizeLimit a tenant pod may ask for (a quantity), and the sizeLimit of emptyDirs that set none.")
 	fs.IntVar(&o.Workers, FlagWorkers, o.Workers, "Workers per queue.")
 	fs.Float64Var(&o.QPS, FlagQPS, o.QPS, "Client QPS to each apiserver.")
 	fs.IntVar(&o.Burst, FlagBurst, o.Burst, "Client burst to each apiserver.")
@@ -120,6 +126,7 @@ func Defaults() *Options {
 		TenantDNSDomain:           "cluster.local",
 		TenantPodSecurity:         "baseline",
 		MaxTerminationGracePeriod: names.MaxGracePeriodSeconds,
+		MaxEmptyDirSize:           names.MaxEmptyDirSize,
 		Workers:                   2,
 		QPS:                       50,
 		Burst:                     100,

@@ -125,9 +125,10 @@ func TestMerge(t *testing.T) {
 func TestGeneratedFlagsAgreeWithOwnedFlags(t *testing.T) {
 	forbidOnly := map[string]map[string]string{
 		v1alpha1.ComponentAPIServer: {
-			"anonymous-auth":  "replaced by the anonymous section of authentication-config; the two conflict",
-			"cert-dir":        "unused: tls-cert-file/tls-private-key-file are set",
-			"token-auth-file": "static tokens are not supported",
+			"anonymous-auth":         "replaced by the anonymous section of authentication-config; the two conflict",
+			"cert-dir":               "unused: tls-cert-file/tls-private-key-file are set",
+			"token-auth-file":        "static tokens are not supported",
+			"etcd-servers-overrides": "owned to forbid storing resources outside capn's etcd",
 		},
 		v1alpha1.ComponentControllerManager: {
 			"cluster-signing-kubelet-serving-cert-file":       "cluster-signing-cert-file covers every signer",

@@ -164,12 +164,10 @@ func isTerminal(p *corev1.Pod) bool {
 // its own Secret, and creates it on the host. A refused pod fails in the
 // tenant with the reasons and an Event; nothing is created for it.
 func (k *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
-	c := k.o.Pod
-	ns, err := k.nameserver()
+	c, err := k.podContext(tenant)
 	if err != nil {
-		return fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+		return err
 	}
-	c.Nameserver = ns
 	svcs, err := k.tenantServices.Services(tenant.Namespace).List(labels.Everything())
 	if err != nil {
 		return err
@@ -216,6 +214,20 @@ func (k *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 	}
 	klog.FromContext(ctx).V(2).Info("created host pod", "pod", klog.KObj(tenant), "host", pod.Name)
 	return nil
+}
+
+// podContext is the translation context of tenant: the pod is checked
+// against, and pointed at, the nameserver the tenant's DNS has now, so a
+// pod that names it (dnsPolicy None) translates the same when created and
+// when its tokens are refreshed.
+func (k *podKind) podContext(tenant *corev1.Pod) (translate.Context, error) {
+	c := k.o.Pod
+	ns, err := k.nameserver()
+	if err != nil {
+		return c, fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+	}
+	c.Nameserver = ns
+	return c, nil
 }
 
 // refusal is the tenant-facing text of a translation's errors, bounded.
@@ -268,11 +280,11 @@ func (w statusWriter) Update(ctx context.Context, p *corev1.Pod, o metav1.Update
 }
 
 // finishDeletion is the kubelet's half of a graceful delete: the host pod
-// gets the tenant pod's grace period, and once it is gone the tenant pod is
-// removed for good.
+// gets the tenant pod's grace period, within the provider's bound, and
+// once it is gone the tenant pod is removed for good.
 func (k *podKind) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) error {
 	if host != nil {
-		return k.deleteHostPod(ctx, host, tenant.DeletionGracePeriodSeconds)
+		return k.deleteHostPod(ctx, host, translate.DeletionGracePeriod(tenant.DeletionGracePeriodSeconds, k.o.Pod))
 	}
 	err := k.o.Tenant.CoreV1().Pods(tenant.Namespace).Delete(ctx, tenant.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0),
@@ -401,9 +413,19 @@ func (k *podKind) refreshTokens(ctx context.Context, tenant, host *corev1.Pod) e
 		k.q.AddAfter(tenant.Namespace+"/"+tenant.Name, wait)
 		return nil
 	}
-	c := k.o.Pod
+	c, err := k.podContext(tenant)
+	if err != nil {
+		return err
+	}
 	res, errs := translate.Pod(tenant, c)
-	if len(errs) > 0 || res.SecretName == "" {
+	if len(errs) > 0 {
+		// A pod created before a rule tightened keeps running, but its
+		// tokens lapse: say so, or the provider sees only the tenant's
+		// authentication errors.
+		klog.FromContext(ctx).Info("not refreshing tokens: the pod is refused by today's rules", "pod", klog.KObj(tenant), "reasons", refusal(errs))
+		return nil
+	}
+	if res.SecretName == "" {
 		return nil
 	}
 	return k.ensurePodSecret(ctx, tenant, res)

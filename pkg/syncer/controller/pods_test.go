@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/syncer/translate"
 	"capn.dev/capn/pkg/tenant/names"
@@ -79,4 +81,30 @@ func TestSyncPodStatusHandsTheRestToSyncPod(t *testing.T) {
 			assert.Equal(t, "shop/web-0", k)
 		})
 	}
+}
+
+// A tenant deletes its pod with a grace period far over the bound on
+// terminationGracePeriodSeconds; the host pod is deleted with the bound.
+func TestFinishDeletionCapsTheHostGracePeriod(t *testing.T) {
+	host := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testWorkloads, Name: names.Host("shop", "web-0"), UID: "host-uid"}}
+	client := fake.NewClientset(host)
+	k := &podKind{Syncer: &Syncer{o: Options{WorkloadNamespace: testWorkloads, Host: client}},
+		gc: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	t.Cleanup(k.gc.ShutDown)
+	now := metav1.Now()
+	tenant := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "tenant-uid",
+		DeletionTimestamp: &now, DeletionGracePeriodSeconds: ptr.To[int64](100000)}}
+
+	require.NoError(t, k.finishDeletion(context.Background(), tenant, host))
+
+	var deletes []clienttesting.DeleteActionImpl
+	for _, a := range client.Actions() {
+		if d, ok := a.(clienttesting.DeleteActionImpl); ok {
+			deletes = append(deletes, d)
+		}
+	}
+	require.Len(t, deletes, 1)
+	assert.Equal(t, host.Name, deletes[0].Name)
+	require.NotNil(t, deletes[0].DeleteOptions.GracePeriodSeconds)
+	assert.Equal(t, int64(names.MaxGracePeriodSeconds), *deletes[0].DeleteOptions.GracePeriodSeconds)
 }

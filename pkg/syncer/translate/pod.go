@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/pod-security-admission/api"
@@ -55,6 +56,15 @@ type Context struct {
 	RuntimeClasses []string
 	// MaxGracePeriodSeconds bounds terminationGracePeriodSeconds.
 	MaxGracePeriodSeconds int64
+	// AllowNetRaw keeps the container runtime's default CAP_NET_RAW in
+	// host containers. Off, every host container drops it: a tenant
+	// container running as root could otherwise forge packets (ARP, other
+	// pods' source addresses) on a bridge network it shares with other
+	// tenants' pods.
+	AllowNetRaw bool
+	// MaxEmptyDirSize bounds the sizeLimit of emptyDir volumes, and is the
+	// sizeLimit of those that set none; zero is names.MaxEmptyDirSize.
+	MaxEmptyDirSize resource.Quantity
 }
 
 // Token is a service-account token the syncer must request from the tenant
@@ -122,10 +132,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	if ts.RuntimeClassName != nil && !slices.Contains(c.RuntimeClasses, *ts.RuntimeClassName) {
 		errs = append(errs, field.NotSupported(spec.Child("runtimeClassName"), *ts.RuntimeClassName, c.RuntimeClasses))
 	}
-	maxGrace := c.MaxGracePeriodSeconds
-	if maxGrace == 0 {
-		maxGrace = names.MaxGracePeriodSeconds
-	}
+	maxGrace := c.maxGracePeriod()
 	if g := ts.TerminationGracePeriodSeconds; g != nil && *g > maxGrace {
 		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, fmt.Sprintf("must be at most %d", maxGrace)))
 	}
@@ -143,10 +150,12 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		keyNamespace: []byte(tenant.Namespace),
 		keyUID:       []byte(tenant.UID),
 	}}
-	refs := &refs{ns: tenant.Namespace, podSecret: podSecret, result: r}
+	refs := &refs{ns: tenant.Namespace, podSecret: podSecret, result: r, maxEmptyDir: c.maxEmptyDirSize()}
 
 	volumes, verrs := refs.volumes(ts.Volumes, spec.Child("volumes"))
 	errs = append(errs, verrs...)
+	dnsCfg, derrs := dnsConfig(tenant, c, spec.Child("dnsConfig"))
+	errs = append(errs, derrs...)
 
 	hs := corev1.PodSpec{
 		Volumes:                       volumes,
@@ -168,7 +177,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		ShareProcessNamespace: ts.ShareProcessNamespace,
 		HostAliases:           hostAliases(ts.HostAliases, c),
 		DNSPolicy:             corev1.DNSNone,
-		DNSConfig:             dnsConfig(tenant, c),
+		DNSConfig:             dnsCfg,
 		OS:                    ts.OS.DeepCopy(),
 		Resources:             ts.Resources.DeepCopy(),
 		Affinity:              pinTo(node),
@@ -183,6 +192,12 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	}
 	for i := range hs.InitContainers {
 		hs.InitContainers[i].Env = append(slices.Clone(env), hs.InitContainers[i].Env...)
+	}
+	if !c.AllowNetRaw {
+		// Adding NET_RAW back is refused by the Pod Security check below
+		// (baseline does not allow it), so a drop cannot be undone.
+		dropNetRaw(hs.InitContainers)
+		dropNetRaw(hs.Containers)
 	}
 	errs = append(errs, refs.errs...)
 
@@ -224,6 +239,33 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		r.SecretName = podSecret
 	}
 	return r, nil
+}
+
+func (c Context) maxEmptyDirSize() resource.Quantity {
+	if c.MaxEmptyDirSize.IsZero() {
+		return resource.MustParse(names.MaxEmptyDirSize)
+	}
+	return c.MaxEmptyDirSize
+}
+
+func (c Context) maxGracePeriod() int64 {
+	if c.MaxGracePeriodSeconds == 0 {
+		return names.MaxGracePeriodSeconds
+	}
+	return c.MaxGracePeriodSeconds
+}
+
+// DeletionGracePeriod is the grace period to delete a host pod with when
+// its tenant pod is deleted with grace (nil: the host pod's own, already
+// bounded). The tenant apiserver accepts any grace on a delete, so the
+// bound on terminationGracePeriodSeconds would mean nothing if a delete
+// could carry a longer one to the host: the pod would hold its node and
+// quota for as long as the tenant asked.
+func DeletionGracePeriod(tenant *int64, c Context) *int64 {
+	if tenant == nil {
+		return nil
+	}
+	return ptr.To(min(*tenant, c.maxGracePeriod()))
 }
 
 // reservedLabel: label keys a tenant may not carry onto the host, because
@@ -291,24 +333,54 @@ func hostAliases(tenant []corev1.HostAlias, c Context) []corev1.HostAlias {
 	return out
 }
 
+// Bounds of a pod's DNS config, as Kubernetes validates them
+// (k8s.io/kubernetes/pkg/apis/core/validation): the merged config must meet
+// them, or the host apiserver refuses the pod in its own words.
+const (
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
+)
+
 // dnsConfig points the pod at the tenant DNS with the search path the
-// kubelet would give it, unless the tenant pod brings its own (dnsPolicy
-// None).
-func dnsConfig(p *corev1.Pod, c Context) *corev1.PodDNSConfig {
+// kubelet would give it, or, with dnsPolicy None, at the tenant's own
+// config. Either way the only nameserver is the tenant DNS: any other
+// would let the pod query a resolver on the provider's network (the
+// management cluster's DNS names every management Service).
+func dnsConfig(p *corev1.Pod, c Context, path *field.Path) (*corev1.PodDNSConfig, field.ErrorList) {
+	var errs field.ErrorList
+	tc := p.Spec.DNSConfig
+	if tc == nil {
+		tc = &corev1.PodDNSConfig{}
+	}
+	for i, ns := range tc.Nameservers {
+		if ns != c.Nameserver {
+			errs = append(errs, field.Invalid(path.Child("nameservers").Index(i), ns,
+				fmt.Sprintf("only the cluster DNS %s may be named: the pod resolves through its cluster's DNS only", c.Nameserver)))
+		}
+	}
+	var cfg *corev1.PodDNSConfig
 	if p.Spec.DNSPolicy == corev1.DNSNone && p.Spec.DNSConfig != nil {
-		return p.Spec.DNSConfig.DeepCopy()
+		cfg = tc.DeepCopy()
+		if len(cfg.Nameservers) == 0 {
+			errs = append(errs, field.Required(path.Child("nameservers"), fmt.Sprintf("with dnsPolicy None, name the cluster DNS %s", c.Nameserver)))
+		}
+		// The kubelet writes each nameserver once; so does the syncer.
+		cfg.Nameservers = slices.Compact(cfg.Nameservers)
+	} else {
+		d := c.DNSDomain
+		cfg = &corev1.PodDNSConfig{
+			Nameservers: []string{c.Nameserver},
+			Searches:    append([]string{p.Namespace + ".svc." + d, "svc." + d, d}, tc.Searches...),
+			Options:     append([]corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}}, tc.Options...),
+		}
 	}
-	d := c.DNSDomain
-	cfg := &corev1.PodDNSConfig{
-		Nameservers: []string{c.Nameserver},
-		Searches:    []string{p.Namespace + ".svc." + d, "svc." + d, d},
-		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}},
+	if n := len(cfg.Searches); n > maxDNSSearchPaths {
+		errs = append(errs, field.TooMany(path.Child("searches"), n, maxDNSSearchPaths))
 	}
-	if p.Spec.DNSConfig != nil {
-		cfg.Searches = append(cfg.Searches, p.Spec.DNSConfig.Searches...)
-		cfg.Options = append(cfg.Options, p.Spec.DNSConfig.Options...)
+	if n := len(strings.Join(cfg.Searches, " ")); n > maxDNSSearchListChars {
+		errs = append(errs, field.TooLong(path.Child("searches"), "", maxDNSSearchListChars))
 	}
-	return cfg
+	return cfg, errs
 }
 
 // serviceEnv is the environment the kubelet would have given the pod in
@@ -386,6 +458,7 @@ type refs struct {
 	errs          field.ErrorList
 	// usesPodSecret: a volume projects from the pod's own Secret.
 	usesPodSecret bool
+	maxEmptyDir   resource.Quantity
 }
 
 func (r *refs) configMap(name string) string {
@@ -408,7 +481,8 @@ func (r *refs) pullSecrets(in []corev1.LocalObjectReference) []corev1.LocalObjec
 
 // volumes allows emptyDir, configMap, secret, downwardAPI and projected
 // sources, the ones a pod's own namespace can back; anything that mounts
-// the node or claims storage is refused.
+// the node or claims storage is refused. An emptyDir always has a
+// sizeLimit, so the kubelet evicts a pod that fills it past the bound.
 func (r *refs) volumes(in []corev1.Volume, p *field.Path) ([]corev1.Volume, field.ErrorList) {
 	var out []corev1.Volume
 	var errs field.ErrorList
@@ -418,7 +492,15 @@ func (r *refs) volumes(in []corev1.Volume, p *field.Path) ([]corev1.Volume, fiel
 		hv := corev1.Volume{Name: v.Name}
 		switch {
 		case src.EmptyDir != nil:
-			hv.EmptyDir = src.EmptyDir.DeepCopy()
+			ed := src.EmptyDir.DeepCopy()
+			switch {
+			case ed.SizeLimit == nil:
+				ed.SizeLimit = ptr.To(r.maxEmptyDir.DeepCopy())
+			case ed.SizeLimit.Cmp(r.maxEmptyDir) > 0:
+				errs = append(errs, field.Invalid(vp.Child("emptyDir", "sizeLimit"), ed.SizeLimit.String(),
+					fmt.Sprintf("must be at most %s: emptyDir volumes share the node's disk and memory with other tenants' pods", r.maxEmptyDir.String())))
+			}
+			hv.EmptyDir = ed
 		case src.ConfigMap != nil:
 			cm := src.ConfigMap.DeepCopy()
 			cm.Name = r.configMap(cm.Name)
@@ -575,6 +657,27 @@ func (r *refs) containers(in []corev1.Container, p *corev1.Pod) []corev1.Contain
 		out = append(out, hc)
 	}
 	return out
+}
+
+// netRaw is the capability dropped unless the provider allows it.
+const netRaw corev1.Capability = "NET_RAW"
+
+// dropNetRaw adds NET_RAW to each container's dropped capabilities, after
+// the tenant's own drops, unless they drop it or ALL already.
+func dropNetRaw(cs []corev1.Container) {
+	for i := range cs {
+		sc := cs[i].SecurityContext
+		if sc == nil {
+			sc = &corev1.SecurityContext{}
+			cs[i].SecurityContext = sc
+		}
+		if sc.Capabilities == nil {
+			sc.Capabilities = &corev1.Capabilities{}
+		}
+		if !slices.Contains(sc.Capabilities.Drop, netRaw) && !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			sc.Capabilities.Drop = append(sc.Capabilities.Drop, netRaw)
+		}
+	}
 }
 
 // literalField is the tenant value of a downward-API env field that

@@ -29,3 +29,9 @@ const KubeletClientCommonName = "kube-apiserver-kubelet-client"
 // NestedCluster's podTemplates and, by default, in tenant pods: a host pod
 // may not hold a node's resources longer than the provider allows.
 const MaxGracePeriodSeconds = 60
+
+// MaxEmptyDirSize is the default bound on a tenant pod's emptyDir volumes
+// (a resource quantity), and their size when the pod names none: without
+// one, an emptyDir may fill the node's disk, or for medium Memory its RAM,
+// under other tenants' pods.
+const MaxEmptyDirSize = "1Gi"

@@ -131,6 +131,10 @@ func validateExtraArgs(args map[string]string, component string, fldPath *field.
 			allErrs = append(allErrs, field.TooLong(p, len(args[k]), maxExtraArgValue))
 			continue
 		}
+		if reason, weakens := weakeningValue(component, k, args[k]); weakens {
+			allErrs = append(allErrs, field.Invalid(p, args[k], reason))
+			continue
+		}
 		// The value becomes one argv element; a newline or NUL would make
 		// the generated manifest or the process arguments lie about it.
 		if strings.ContainsAny(args[k], "\n\r\x00") {

@@ -1,6 +1,9 @@
 package validation
 
 import (
+	"encoding/csv"
+	"fmt"
+	"slices"
 	"strings"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
@@ -62,6 +65,7 @@ var OwnedFlags = map[string]map[string]string{
 		"authentication-config":              "capn's authentication config limits anonymous access to the health endpoints the kubelet probes and kube-public/cluster-info",
 		"endpoint-reconciler-type":           "in Shared data-plane mode the tenant's kubernetes Service would otherwise publish the tenant apiserver's pod IP behind an IP that is the management cluster's own kubernetes Service",
 		"token-auth-file":                    "static token files are not supported: the file would live in capn's pod",
+		"etcd-servers-overrides":             "it would store resources in an etcd other than the one capn wires kube-apiserver to",
 	},
 	v1alpha1.ComponentControllerManager: {
 		"kubeconfig":                                      whyKubeconfig,
@@ -123,6 +127,8 @@ var OwnedFlags = map[string]map[string]string{
 		cmdsyncer.FlagHostTolerations:           whySyncerScope,
 		cmdsyncer.FlagAllowedRuntimeClasses:     whySyncerScope,
 		cmdsyncer.FlagMaxTerminationGracePeriod: whySyncerScope,
+		cmdsyncer.FlagAllowNetRaw:               whySyncerScope,
+		cmdsyncer.FlagMaxEmptyDirSize:           whySyncerScope,
 		cmdsyncer.FlagLeaderElect:               whyLeaderElect,
 		cmdsyncer.FlagLeaderElectNamespace:      whyLeaderElect,
 		cmdsyncer.FlagHealthAddress:             "capn's probes read it",
@@ -153,4 +159,66 @@ func OwnedFlag(component, flag string) (reason string, owned bool) {
 		return whyServiceAcct, true
 	}
 	return "", false
+}
+
+// nodeRestriction is the admission plugin weakeningValue keeps on.
+const nodeRestriction = "NodeRestriction"
+
+// serviceAccountTokens are the names kube-controller-manager's
+// --controllers knows the token controller by: its canonical name and
+// the alias it had before controller names ended in -controller.
+var serviceAccountTokens = []string{"serviceaccount-token-controller", "serviceaccount-token"}
+
+// weakeningValue reports why value, given to flag of component through
+// extraArgs, weakens the tenant's own control plane, for flags a tenant
+// may set but not to every value. The components parse these flags as
+// CSV (pflag's string slices), quotes and all, and so does this: a list
+// it cannot read is refused rather than guessed at.
+func weakeningValue(component, flag, value string) (reason string, weakens bool) {
+	var list func([]string) (string, bool)
+	switch {
+	case component == v1alpha1.ComponentAPIServer && flag == "disable-admission-plugins":
+		list = func(plugins []string) (string, bool) {
+			return "must not name " + nodeRestriction + ": it confines each node, and each join token's holder, to its own Node and pods",
+				slices.Contains(plugins, nodeRestriction)
+		}
+	case component == v1alpha1.ComponentAPIServer && flag == "enable-admission-plugins":
+		// Replaces capn's value, and NodeRestriction is not on by default.
+		list = func(plugins []string) (string, bool) {
+			return "must name " + nodeRestriction + ", which is not enabled by default: it confines each node, and each join token's holder, to its own Node and pods",
+				!slices.Contains(plugins, nodeRestriction)
+		}
+	case component == v1alpha1.ComponentControllerManager && flag == "controllers":
+		list = func(controllers []string) (string, bool) {
+			return "must not disable " + serviceAccountTokens[0] + ": it fills ServiceAccount token Secrets and removes those of deleted ServiceAccounts",
+				!controllerEnabled(serviceAccountTokens, controllers)
+		}
+	default:
+		return "", false
+	}
+	items, err := readCSV(value)
+	if err != nil {
+		return fmt.Sprintf("must be a comma-separated list: %v", err), true
+	}
+	return list(items)
+}
+
+// readCSV is how pflag reads a string-slice flag.
+func readCSV(value string) ([]string, error) {
+	if value == "" {
+		return nil, nil
+	}
+	return csv.NewReader(strings.NewReader(value)).Read()
+}
+
+// controllerEnabled is kube-controller-manager's reading of --controllers
+// for a controller on by default, known by any of names: the first
+// mention wins, else "*".
+func controllerEnabled(names []string, controllers []string) bool {
+	for _, c := range controllers {
+		if slices.Contains(names, strings.TrimPrefix(c, "-")) {
+			return !strings.HasPrefix(c, "-")
+		}
+	}
+	return slices.Contains(controllers, "*")
 }

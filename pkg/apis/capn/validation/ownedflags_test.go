@@ -4,7 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"capn.dev/capn/pkg/apis/capn"
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 )
 
 func TestOwnedFlag(t *testing.T) {
@@ -69,11 +75,88 @@ func TestOwnedFlag(t *testing.T) {
 		{v1alpha1.ComponentScheduler, "leader-elect", true, "replicas > 1"},
 		{v1alpha1.ComponentScheduler, "etcd-servers", false, ""},
 		{"etcd", "etcd-servers", false, ""},
+		{v1alpha1.ComponentSyncer, cmdsyncer.FlagAllowNetRaw, true, "provider setting"},
+		{v1alpha1.ComponentSyncer, cmdsyncer.FlagMaxEmptyDirSize, true, "provider setting"},
 	}
 	for _, tc := range cases {
 		reason, owned := OwnedFlag(tc.component, tc.flag)
 		if owned != tc.owned || !strings.Contains(reason, tc.reason) {
 			t.Errorf("OwnedFlag(%q, %q) = %q, %v; want owned=%v reason ~ %q", tc.component, tc.flag, reason, owned, tc.owned, tc.reason)
 		}
+	}
+}
+
+// extraArgsOf returns the extraArgs map of component in nc.
+func extraArgsOf(nc *capn.NestedCluster, component string) *map[string]string {
+	switch component {
+	case v1alpha1.ComponentAPIServer:
+		return &nc.Spec.APIServer.ExtraArgs
+	case v1alpha1.ComponentControllerManager:
+		return &nc.Spec.ControllerManager.ExtraArgs
+	}
+	panic("no extraArgs for " + component)
+}
+
+// Flags a tenant may set, but not to a value that weakens its own control
+// plane: refused on create and when changed, kept when an update leaves
+// them as stored (ratcheting), so that stored clusters stay editable.
+func TestExtraArgsThatWeakenTheControlPlane(t *testing.T) {
+	const (
+		api = v1alpha1.ComponentAPIServer
+		kcm = v1alpha1.ComponentControllerManager
+	)
+	cases := []struct {
+		name, component, flag, value string
+		// reason is a substring of the refusal; empty: allowed.
+		reason string
+	}{
+		{"etcd-servers-overrides", api, "etcd-servers-overrides", "/events#http://evil:2379", "managed by capn"},
+		{"disabling NodeRestriction", api, "disable-admission-plugins", "AlwaysAdmit,NodeRestriction", "must not name NodeRestriction"},
+		{"disabling NodeRestriction, quoted", api, "disable-admission-plugins", `"NodeRestriction"`, "must not name NodeRestriction"},
+		{"disabling another plugin", api, "disable-admission-plugins", "DefaultStorageClass", ""},
+		{"enabling plugins without NodeRestriction", api, "enable-admission-plugins", "AlwaysPullImages", "must name NodeRestriction"},
+		{"enabling plugins with NodeRestriction", api, "enable-admission-plugins", "NodeRestriction,AlwaysPullImages", ""},
+		{"not a list", api, "disable-admission-plugins", `"NodeRestriction`, "must be a comma-separated list"},
+		{"controllers disabling the token controller", kcm, "controllers", "*,-serviceaccount-token", "must not disable serviceaccount-token-controller"},
+		{"controllers disabling it by its canonical name", kcm, "controllers", "*,-serviceaccount-token-controller", "must not disable"},
+		{"controllers without * nor the token controller", kcm, "controllers", "bootstrap-signer-controller", "must not disable"},
+		{"controllers naming it before disabling it", kcm, "controllers", "serviceaccount-token,-serviceaccount-token", ""},
+		{"controllers disabling another", kcm, "controllers", "*,-nodeipam", ""},
+		{"controllers naming it without *", kcm, "controllers", "serviceaccount-token-controller,garbage-collector-controller", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := field.NewPath("spec").Child(map[string]string{api: "apiServer", kcm: "controllerManager"}[tc.component]).
+				Child("extraArgs").Key(tc.flag).String()
+			nc := validNC(t)
+			*extraArgsOf(nc, tc.component) = map[string]string{tc.flag: tc.value}
+			errs := ValidateNestedCluster(nc)
+			if tc.reason == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			require.Len(t, errs, 1, "create: %v", errs)
+			assert.Equal(t, path, errs[0].Field)
+			assert.Contains(t, errs[0].Detail, tc.reason)
+
+			// Stored before the rule: an update that changes another flag
+			// and leaves this one as it is passes.
+			old := nc.DeepCopy()
+			untouched := old.DeepCopy()
+			(*extraArgsOf(untouched, tc.component))["v"] = "4"
+			assert.Empty(t, ValidateNestedClusterUpdate(untouched, old), "update leaving it unchanged")
+
+			// An update that changes it to another weakening value (one
+			// more list item; for kcm, the token controller disabled
+			// first) is validated in full.
+			changed := old.DeepCopy()
+			(*extraArgsOf(changed, tc.component))[tc.flag] = tc.value + ","
+			if tc.component == kcm {
+				(*extraArgsOf(changed, tc.component))[tc.flag] = "-serviceaccount-token," + tc.value
+			}
+			errs = ValidateNestedClusterUpdate(changed, old)
+			require.NotEmpty(t, errs, "update changing it")
+			assert.Equal(t, path, errs[0].Field)
+		})
 	}
 }

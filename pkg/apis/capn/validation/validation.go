@@ -117,6 +117,13 @@ func ratchet(errs field.ErrorList, newSpec, oldSpec *capn.NestedClusterSpec, spe
 				unchanged = append(unchanged, p.Child(f.name).String())
 			}
 		}
+		// Per flag as well: a stored flag a rule now refuses must not
+		// block changing another.
+		for k, v := range c.new.ExtraArgs {
+			if ov, ok := c.old.ExtraArgs[k]; ok && ov == v {
+				unchanged = append(unchanged, p.Child("extraArgs").Key(k).String())
+			}
+		}
 	}
 	var out field.ErrorList
 	for _, e := range errs {
