@@ -41,8 +41,8 @@ type activity struct {
 // tenant bootstrap is done (so capn-syncer's FlowSchema is in place). It
 // starts a read of the tenant's counter when one is due, and sets
 // o.sleep.inactive once nothing moved it for spec.sleep.afterInactivity.
-func (c *Controller) observeActivity(ctx context.Context, nc, in *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) {
-	after := in.Spec.Sleep.AfterInactivity
+func (c *Controller) observeActivity(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) {
+	after := nc.Spec.Sleep.AfterInactivity
 	if after == nil || o.sleep.asked {
 		c.forgetActivity(nc.UID)
 		return
@@ -82,7 +82,7 @@ func (c *Controller) observeActivity(ctx context.Context, nc, in *v1alpha1.Neste
 	c.mu.Unlock()
 	c.activityWG.Add(1)
 	go c.readActivity(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)), a, after.Duration,
-		provisioner.APIServerURL(in, p.Addresses()), clusterCA, nc.Namespace+"/"+nc.Name)
+		provisioner.APIServerURL(nc, p.Addresses()), clusterCA, nc.Namespace+"/"+nc.Name)
 }
 
 // readActivity reads the tenant's request counter once. A failed read

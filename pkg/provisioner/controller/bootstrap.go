@@ -114,11 +114,11 @@ func bootstrapKey(caCert []byte, etcdPods []string, revision string) string {
 }
 
 // etcdPodUIDs are the UIDs of the managed etcd's pods (cached).
-func (c *Controller) etcdPodUIDs(ctx context.Context, in *v1alpha1.NestedCluster, ns string) ([]string, error) {
-	if in.Spec.Etcd.Managed == nil {
+func (c *Controller) etcdPodUIDs(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) ([]string, error) {
+	if nc.Spec.Etcd.Managed == nil {
 		return nil, nil
 	}
-	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(in, v1alpha1.ComponentEtcd)))
+	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(nc, v1alpha1.ComponentEtcd)))
 	if err != nil {
 		return nil, fmt.Errorf("listing etcd pods in %s: %w", ns, err)
 	}
@@ -143,12 +143,12 @@ func (c *Controller) etcdPodUIDs(ctx context.Context, in *v1alpha1.NestedCluster
 // and from then on the record answers, with no request to the tenant and
 // no memory, across capn restarts too. ca is the cluster CA Secret's data
 // as ensurePKI left it.
-func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) error {
-	etcdPods, err := c.etcdPodUIDs(ctx, in, p.Namespace)
+func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) error {
+	etcdPods, err := c.etcdPodUIDs(ctx, nc, p.Namespace)
 	if err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
-	if restarted, err := c.restartAfterEtcdLoss(ctx, nc, in, p.Namespace, etcdPods); err != nil {
+	if restarted, err := c.restartAfterEtcdLoss(ctx, nc, p.Namespace, etcdPods); err != nil {
 		return failed(v1alpha1.ReasonApplyFailed, err)
 	} else if restarted {
 		return nil // bootstrap against the new apiserver, once it is available
@@ -224,7 +224,7 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	rec.running = true
 	c.tenantWG.Add(1)
 	go c.bootstrapTenant(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)), rec,
-		provisioner.APIServerURL(in, p.Addresses()), clusterCA, key)
+		provisioner.APIServerURL(nc, p.Addresses()), clusterCA, key)
 	return last(notReadyRequeue)
 }
 

@@ -292,9 +292,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if nc.Spec.Paused {
 		return 0, c.pause(ctx, nc)
 	}
-	in := nc // served objects arrive defaulted (the API server defaults on decode, also from storage)
 	o := &observation{}
-	stepErr := c.reconcile(ctx, nc, in, o)
+	stepErr := c.reconcile(ctx, nc, o)
 	st, ready := deriveStatus(nc, o, stepErr)
 	_, werr := c.writeStatus(ctx, nc, st)
 	if werr == nil {
@@ -321,38 +320,38 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // reconcile runs the sync's steps in order and stops at the first that
 // fails, returning it as a *stepError. It fills o as it goes; deriveStatus
 // turns o and the error into status.
-func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, o *observation) error {
-	ns, err := c.ensureNamespace(ctx, nc, in)
+func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, o *observation) error {
+	ns, err := c.ensureNamespace(ctx, nc)
 	if err != nil {
 		return failed(v1alpha1.ReasonNamespaceFailed, err)
 	}
 	// The one read of the workloads this sync makes (observation).
-	if err := c.observeWorkloads(ctx, in, ns, o); err != nil {
+	if err := c.observeWorkloads(ctx, nc, ns, o); err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
-	o.sleep = decideSleep(in, o, c.now())
-	o.restore = planRestore(in)
+	o.sleep = decideSleep(nc, o, c.now())
+	o.restore = planRestore(nc)
 	if o.sleep.asked || o.sleep.woke != "" {
 		// Asleep nobody uses it; awake again, its idle time starts over.
 		c.forgetActivity(nc.UID)
 	}
 	// Before the Services: every render of a pooled cluster needs its pool.
-	pool, poolHash, err := c.ensureEtcdPool(ctx, nc, in, ns)
+	pool, poolHash, err := c.ensureEtcdPool(ctx, nc, ns)
 	if err != nil {
 		return failed(v1alpha1.ReasonEtcdPoolFailed, err)
 	}
-	params, err := c.ensureServices(ctx, nc, in, ns, pool)
+	params, err := c.ensureServices(ctx, nc, ns, pool)
 	if err != nil {
 		return failed(v1alpha1.ReasonServicesFailed, err)
 	}
 	params.Asleep = o.sleep.asleep
-	o.endpoint = provisioner.APIServerEndpoint(in, params.Addresses())
-	certs, err := c.ensurePKI(ctx, nc, in, params)
+	o.endpoint = provisioner.APIServerEndpoint(nc, params.Addresses())
+	certs, err := c.ensurePKI(ctx, nc, params)
 	if err != nil {
 		return failed(v1alpha1.ReasonPKIFailed, err)
 	}
 	params.CertsHash = pki.CertsHash(certs)
-	external, err := c.ensureExternalEtcd(ctx, nc, in, ns)
+	external, err := c.ensureExternalEtcd(ctx, nc, ns)
 	if err != nil {
 		return failed(v1alpha1.ReasonExternalEtcdFailed, err)
 	}
@@ -365,31 +364,31 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
 	params.EtcdImage = o.etcdImage()
 	// An ordered upgrade holds some kube-* components back (upgrade.go).
-	if o.upgrade, err = c.planUpgrade(ctx, nc, in, ns, o); err != nil {
+	if o.upgrade, err = c.planUpgrade(ctx, nc, ns, o); err != nil {
 		return failed(v1alpha1.ReasonUpgradePlanFailed, err)
 	}
 	params.Versions = o.upgrade.versions
-	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
-		if err := c.checkWorkloadNamespace(ctx, in); err != nil {
+	if nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+		if err := c.checkWorkloadNamespace(ctx, nc); err != nil {
 			return failed(v1alpha1.ReasonNamespaceFailed, err)
 		}
 	}
 	params.Restoring = o.restore.pending
-	if err := c.ensureWorkloads(ctx, nc, in, params, o); err != nil {
+	if err := c.ensureWorkloads(ctx, nc, params, o); err != nil {
 		return failed(v1alpha1.ReasonApplyFailed, err)
 	}
 	if o.restore.pending {
-		if err := c.ensureRestore(ctx, in, ns, o); err != nil {
+		if err := c.ensureRestore(ctx, nc, ns, o); err != nil {
 			return failed(v1alpha1.ReasonRestoreFailed, err)
 		}
 		return nil // the components start once Restored is recorded
 	}
-	comps := o.components(in)
+	comps := o.components(nc)
 	if o.sleep.asleep {
-		if o.sleep.lingering, err = c.lingeringPods(ctx, in, ns); err != nil {
+		if o.sleep.lingering, err = c.lingeringPods(ctx, nc, ns); err != nil {
 			return failed(v1alpha1.ReasonObserveFailed, err)
 		}
-		if o.sleep.hostPods, err = c.stopHostPods(ctx, in, comps); err != nil {
+		if o.sleep.hostPods, err = c.stopHostPods(ctx, nc, comps); err != nil {
 			return failed(v1alpha1.ReasonApplyFailed, err)
 		}
 		return nil // no apiserver to bootstrap
@@ -397,7 +396,7 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	// Pods are listed only while a component is not rolled out: that is
 	// when an image can be missing (create, scale, upgrade).
 	if !rolledOut(comps) {
-		images, err := c.imagesCondition(ctx, in, ns)
+		images, err := c.imagesCondition(ctx, nc, ns)
 		if err != nil {
 			return failed(v1alpha1.ReasonObserveFailed, err)
 		}
@@ -406,11 +405,11 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	if !comps[v1alpha1.ComponentAPIServer].available {
 		return nil // nothing to bootstrap against yet
 	}
-	if err := c.ensureTenantAccess(ctx, nc, in, params, certs[provisioner.SecretCA], o); err != nil {
+	if err := c.ensureTenantAccess(ctx, nc, params, certs[provisioner.SecretCA], o); err != nil {
 		return err
 	}
 	if o.tenant.done {
-		c.observeActivity(ctx, nc, in, params, certs[provisioner.SecretCA], o)
+		c.observeActivity(ctx, nc, params, certs[provisioner.SecretCA], o)
 	}
 	return nil
 }

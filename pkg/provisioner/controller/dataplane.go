@@ -18,15 +18,15 @@ import (
 // exists without nc's UID: its name carries the UID, which a tenant that
 // may create namespaces can read and race capn to; applying would adopt a
 // namespace (and the RoleBindings) someone else made. Never adopted.
-func (c *Controller) checkWorkloadNamespace(ctx context.Context, in *v1alpha1.NestedCluster) error {
-	name := provisioner.WorkloadNamespace(in)
+func (c *Controller) checkWorkloadNamespace(ctx context.Context, nc *v1alpha1.NestedCluster) error {
+	name := provisioner.WorkloadNamespace(nc)
 	live, err := c.mgmt.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("getting workload namespace %s: %w", name, err)
-	case !provisioner.OwnedBy(live.GetLabels(), in):
+	case !provisioner.OwnedBy(live.GetLabels(), nc):
 		return fmt.Errorf("workload namespace %s: %w", name, provisioner.ErrNotOwned)
 	case live.GetDeletionTimestamp() != nil:
 		return fmt.Errorf("workload namespace %s is terminating", name)

@@ -75,8 +75,8 @@ func (p *poolCredentials) dial() (*clientv3.Client, error) {
 // namespace. It returns what the apiserver builder needs and a hash that
 // rolls the apiserver when the certificate or the pool changes; nil
 // without a pool.
-func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (*builders.EtcdPool, string, error) {
-	name := in.Spec.Etcd.Pool
+func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (*builders.EtcdPool, string, error) {
+	name := nc.Spec.Etcd.Pool
 	if name == "" {
 		return nil, "", nil
 	}
@@ -84,20 +84,20 @@ func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedClus
 	if err != nil {
 		return nil, "", c.poolError(ctx, name, err)
 	}
-	tenant := etcdpool.For(in.UID)
+	tenant := etcdpool.For(nc.UID)
 	c.mu.Lock()
-	granted := c.poolGrants[in.UID] == p.hash
+	granted := c.poolGrants[nc.UID] == p.hash
 	c.mu.Unlock()
 	if !granted {
 		if err := c.asRoot(ctx, p, func(cli *clientv3.Client) error { return etcdpool.Grant(ctx, cli, tenant) }); err != nil {
 			return nil, "", err
 		}
 		c.mu.Lock()
-		c.poolGrants[in.UID] = p.hash
+		c.poolGrants[nc.UID] = p.hash
 		c.mu.Unlock()
 		klog.FromContext(ctx).Info("Granted the cluster its etcd user in the pool", "pool", name, "user", tenant.User, "prefix", tenant.Prefix)
 	}
-	data, err := c.poolClientCert(ctx, nc, in, ns, p, tenant)
+	data, err := c.poolClientCert(ctx, nc, ns, p, tenant)
 	if err != nil {
 		return nil, "", err
 	}
@@ -108,7 +108,7 @@ func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedClus
 // poolClientCert keeps the cluster's pool client certificate: issued again
 // only when missing, near expiry, for another user, or not signed by the
 // pool's current CA (the provider rotated it).
-func (c *Controller) poolClientCert(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string, p *poolCredentials, t etcdpool.Tenant) (map[string][]byte, error) {
+func (c *Controller) poolClientCert(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, p *poolCredentials, t etcdpool.Tenant) (map[string][]byte, error) {
 	proto := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretPoolEtcdClient}}
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
@@ -129,7 +129,7 @@ func (c *Controller) poolClientCert(ctx context.Context, nc *v1alpha1.NestedClus
 		corev1.TLSCertKey:              kp.CertPEM,
 		corev1.TLSPrivateKeyKey:        kp.KeyPEM,
 	}
-	if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(in, ns, proto.Name, data)); err != nil {
+	if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(nc, ns, proto.Name, data)); err != nil {
 		return nil, fmt.Errorf("applying secret %s: %w", proto.Name, err)
 	}
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, "EtcdPoolCertificateIssued",

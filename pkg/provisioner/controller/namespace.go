@@ -19,12 +19,12 @@ import (
 // it, and returns its name for every later step of the sync. Applying it
 // stamps provisioner.OwnerUIDLabel, which is how a namespace made by an
 // older capn, under its legacy name, is claimed by its cluster's UID.
-func (c *Controller) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster) (string, error) {
-	name, err := resolveNamespace(ctx, c.mgmt, in)
+func (c *Controller) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedCluster) (string, error) {
+	name, err := resolveNamespace(ctx, c.mgmt, nc)
 	if err != nil {
 		return "", err
 	}
-	ns := builders.Namespace(in, builders.Params{Namespace: name})
+	ns := builders.Namespace(nc, builders.Params{Namespace: name})
 	live, changed, err := c.applyIfChanged(ctx, ns)
 	if err != nil {
 		return "", fmt.Errorf("namespace %s: %w", ns.Name, err)
@@ -42,8 +42,8 @@ func (c *Controller) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedClu
 }
 
 // resolveNamespace looks namespaces up for provisioner.ResolveNamespace.
-func resolveNamespace(ctx context.Context, m Management, in *v1alpha1.NestedCluster) (string, error) {
-	return provisioner.ResolveNamespace(in, func(name string) (map[string]string, error) {
+func resolveNamespace(ctx context.Context, m Management, nc *v1alpha1.NestedCluster) (string, error) {
+	return provisioner.ResolveNamespace(nc, func(name string) (map[string]string, error) {
 		live, err := m.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		if apierrors.IsNotFound(err) {
 			return nil, nil

@@ -82,9 +82,9 @@ func (u *upgrade) event(typ, reason, message string) {
 // planUpgrade works out the version each component renders at, from the
 // sync's observation of the three Deployments; only when a step has
 // stalled does it read their pods.
-func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string, o *observation) (*upgrade, error) {
-	target := in.Spec.Version
-	comps := componentStates(in, o)
+func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) (*upgrade, error) {
+	target := nc.Spec.Version
+	comps := componentStates(nc, o)
 	var err error
 	prev := nc.Status.Upgrade
 	running := prev != nil && prev.FinishedAt == nil
@@ -157,7 +157,7 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 	u.status.Component = u.active.name
 	step := lastStep(u.status, u.active.name)
 	if !u.active.done && step.StartedAt != nil && !now.Time.Before(step.StartedAt.Add(c.upgradeStepTimeout())) {
-		if u.stalled, err = c.diagnose(ctx, in, ns, u.active, target); err != nil {
+		if u.stalled, err = c.diagnose(ctx, nc, ns, u.active, target); err != nil {
 			return nil, err
 		}
 	}
@@ -166,8 +166,8 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 
 // componentStates is the kube-* components in upgradeOrder as the
 // observation shows them.
-func componentStates(in *v1alpha1.NestedCluster, o *observation) []*componentState {
-	comps := o.components(in)
+func componentStates(nc *v1alpha1.NestedCluster, o *observation) []*componentState {
+	comps := o.components(nc)
 	out := make([]*componentState, 0, len(upgradeOrder))
 	for _, name := range upgradeOrder {
 		cs := comps[name]
