@@ -57,13 +57,13 @@ func (c *Controller) observeActivity(ctx context.Context, nc *v1alpha1.NestedClu
 	// Idle as far as a read has shown: the use between the last read and
 	// now is unknown, so only a read can confirm a sleep.
 	confirmed := a.known && a.checkedAt.Sub(a.since) >= after.Duration
-	due := !a.running && (now.Sub(a.checkedAt) >= c.activityInterval || now.Sub(a.since) >= after.Duration)
+	due := !a.running && (now.Sub(a.checkedAt) >= c.cfg.ActivityInterval || now.Sub(a.since) >= after.Duration)
 	c.mu.Unlock()
 	if confirmed {
 		o.sleep.inactive = true
 		return
 	}
-	o.sleep.recheck = min(c.activityInterval, max(a.since.Add(after.Duration).Sub(now), time.Second))
+	o.sleep.recheck = min(c.cfg.ActivityInterval, max(a.since.Add(after.Duration).Sub(now), time.Second))
 	if !due {
 		return
 	}

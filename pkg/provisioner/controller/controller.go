@@ -41,22 +41,15 @@ type Options struct {
 	Management Management
 	// Recorder records Events on the NestedCluster.
 	Recorder record.EventRecorder
-	// RenewalThreshold is passed to pki.Reconcile.
-	RenewalThreshold time.Duration
+	// Settings, completed (Settings.Complete).
+	Settings Settings
 	// Now is the clock for certificates; nil means time.Now.
 	Now func() time.Time
 	// TenantClient reaches a tenant apiserver for its RBAC bootstrap; nil
 	// means access.BootstrapClient.
 	TenantClient TenantClientFunc
-	// UpgradeStepTimeout is how long one component may take to roll out
-	// during an upgrade before it halts as Degraded; 0 means
-	// DefaultUpgradeStepTimeout.
-	UpgradeStepTimeout time.Duration
 	// Placement schedules every control-plane pod (provider-owned).
 	Placement builders.Placement
-	// TemplateRevision is the template revision new workloads get
-	// (builders.Params.TemplateRevision); 0 means the latest.
-	TemplateRevision int
 	// Health, if set, is told of cache sync and of every finished sync.
 	Health *Health
 	// DataPlane is the provider's side of Shared data planes.
@@ -69,24 +62,18 @@ type Options struct {
 	BackupInformer informers.NestedClusterBackupInformer
 	// BackupStore keeps the backups' data; nil fails every backup.
 	BackupStore backup.Store
-	// CapnNamespace is where capn-apiserver runs (builders.Params).
-	CapnNamespace string
-	// ActivityInterval is how often a tenant with spec.sleep.
-	// afterInactivity is checked for requests; 0 means
-	// DefaultActivityInterval.
-	ActivityInterval time.Duration
 }
 
 // Controller reconciles NestedClusters into management-cluster objects.
 type Controller struct {
-	capn      versioned.Interface
-	lister    listers.NestedClusterLister
-	synced    []cache.InformerSynced
-	mgmt      Management
-	recorder  record.EventRecorder
-	threshold time.Duration
-	now       func() time.Time
-	queue     workqueue.TypedRateLimitingInterface[string]
+	capn     versioned.Interface
+	lister   listers.NestedClusterLister
+	synced   []cache.InformerSynced
+	mgmt     Management
+	recorder record.EventRecorder
+	cfg      Settings
+	now      func() time.Time
+	queue    workqueue.TypedRateLimitingInterface[string]
 
 	tenantClient TenantClientFunc
 	mu           sync.Mutex
@@ -98,22 +85,17 @@ type Controller struct {
 	tenantSlots   chan struct{}
 	tenantWaiting map[string]struct{}
 	tenantWG      sync.WaitGroup
-	// stepTimeout: see Options.UpgradeStepTimeout (upgrade.go).
-	stepTimeout time.Duration
 	// namespaces indexes capn's management namespaces (WatchManagement).
 	namespaces cache.Indexer
 	placement  builders.Placement
-	// templateRevision: see Options.TemplateRevision.
-	templateRevision int
-	health           *Health
-	dataPlane        builders.DataPlane
+	health     *Health
+	dataPlane  builders.DataPlane
 	// activity maps a NestedCluster's UID to its use (activity.go);
 	// activitySlots bounds the reads in flight, activityWG counts them.
-	activity         map[types.UID]*activity
-	tenantRequests   func(ctx context.Context, server string, ca *pki.CA) (int64, error)
-	activityInterval time.Duration
-	activitySlots    chan struct{}
-	activityWG       sync.WaitGroup
+	activity       map[types.UID]*activity
+	tenantRequests func(ctx context.Context, server string, ca *pki.CA) (int64, error)
+	activitySlots  chan struct{}
+	activityWG     sync.WaitGroup
 	// pools lists NestedEtcdPools (nil: none served); poolGrants maps a
 	// pooled cluster's UID to the pool credentials it was granted with
 	// (etcdpool.go); poolQueue drives the pools' own status (pools.go).
@@ -125,21 +107,19 @@ type Controller struct {
 	backups     listers.NestedClusterBackupLister
 	backupQueue workqueue.TypedRateLimitingInterface[string]
 	store       backup.Store
-	// capnNamespace: see Options.CapnNamespace.
-	capnNamespace string
 }
 
 // New wires the controller to its informer; call Run to start it.
 func New(o Options) (*Controller, error) {
 	registerMetrics()
 	c := &Controller{
-		capn:      o.Capn,
-		lister:    o.Informer.Lister(),
-		synced:    []cache.InformerSynced{o.Informer.Informer().HasSynced},
-		mgmt:      countWrites{o.Management},
-		recorder:  o.Recorder,
-		threshold: o.RenewalThreshold,
-		now:       o.Now,
+		capn:     o.Capn,
+		lister:   o.Informer.Lister(),
+		synced:   []cache.InformerSynced{o.Informer.Informer().HasSynced},
+		mgmt:     countWrites{o.Management},
+		recorder: o.Recorder,
+		cfg:      o.Settings,
+		now:      o.Now,
 
 		tenantClient:  o.TenantClient,
 		bootstrapped:  map[types.UID]*tenantBootstrap{},
@@ -158,16 +138,10 @@ func New(o Options) (*Controller, error) {
 	if c.tenantClient == nil {
 		c.tenantClient = access.BootstrapClient
 	}
-	c.stepTimeout = o.UpgradeStepTimeout
 	c.placement = o.Placement
-	c.templateRevision = o.TemplateRevision
 	c.health = o.Health
 	c.dataPlane = o.DataPlane
 	c.tenantRequests = c.tenantRequestsOf
-	c.activityInterval = o.ActivityInterval
-	if c.activityInterval <= 0 {
-		c.activityInterval = DefaultActivityInterval
-	}
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -194,7 +168,6 @@ func New(o Options) (*Controller, error) {
 		}
 	}
 	c.store = o.BackupStore
-	c.capnNamespace = o.CapnNamespace
 	if o.BackupInformer != nil {
 		c.backupQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),

@@ -149,7 +149,7 @@ func (c *Controller) poolCertFresh(cur map[string][]byte, p *poolCredentials, t 
 	if err != nil || crt.Subject.CommonName != t.User || crt.CheckSignatureFrom(p.ca.Cert) != nil {
 		return false
 	}
-	renew, err := pki.NeedsRenewal(cur[corev1.TLSCertKey], c.now(), c.threshold)
+	renew, err := pki.NeedsRenewal(cur[corev1.TLSCertKey], c.now(), c.cfg.CertRenewalThreshold)
 	return err == nil && !renew
 }
 

@@ -138,13 +138,12 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 	}
 	f.c = &Controller{
 		capn: f.capn, lister: listers.NewNestedClusterLister(f.indexer), mgmt: f.mgmt,
-		recorder: f.recorder, threshold: pki.DefaultRenewalThreshold, now: func() time.Time { return testNow },
-		bootstrapped:     map[types.UID]*tenantBootstrap{},
-		tenantWaiting:    map[string]struct{}{},
-		tenantSlots:      make(chan struct{}, DefaultTenantConcurrency),
-		activity:         map[types.UID]*activity{},
-		activitySlots:    make(chan struct{}, activityConcurrency),
-		activityInterval: DefaultActivityInterval,
+		recorder: f.recorder, cfg: Settings{CertRenewalThreshold: pki.DefaultRenewalThreshold}.Complete(), now: func() time.Time { return testNow },
+		bootstrapped:  map[types.UID]*tenantBootstrap{},
+		tenantWaiting: map[string]struct{}{},
+		tenantSlots:   make(chan struct{}, DefaultTenantConcurrency),
+		activity:      map[types.UID]*activity{},
+		activitySlots: make(chan struct{}, activityConcurrency),
 		tenantClient: func(server string, ca *pki.CA, _ time.Time) (kubernetes.Interface, error) {
 			f.serversMu.Lock()
 			f.tenantServers = append(f.tenantServers, server)

@@ -31,7 +31,7 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	for i := range secrets {
 		existing[secrets[i].Name] = secrets[i].Data
 	}
-	want, changed, err := pki.Reconcile(existing, pki.InputsFor(nc, p.Addresses()), c.now(), c.threshold)
+	want, changed, err := pki.Reconcile(existing, pki.InputsFor(nc, p.Addresses()), c.now(), c.cfg.CertRenewalThreshold)
 	if err != nil {
 		return nil, fmt.Errorf("reconciling certificates: %w", err)
 	}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,10 +42,6 @@ import (
 // roll back on its own) until the user rolls back, or until the stuck
 // component does roll out after all (say, its image became pullable): it
 // is then done like any other step and the upgrade goes on.
-
-// DefaultUpgradeStepTimeout is how long a component may take to roll out
-// before the upgrade halts with Degraded (Options.UpgradeStepTimeout).
-const DefaultUpgradeStepTimeout = 10 * time.Minute
 
 // upgradeOrder is the forward order (etcd is not upgraded).
 var upgradeOrder = v1alpha1.UpgradeOrder()
@@ -156,7 +151,7 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 	}
 	u.status.Component = u.active.name
 	step := lastStep(u.status, u.active.name)
-	if !u.active.done && step.StartedAt != nil && !now.Time.Before(step.StartedAt.Add(c.upgradeStepTimeout())) {
+	if !u.active.done && step.StartedAt != nil && !now.Time.Before(step.StartedAt.Add(c.cfg.UpgradeStepTimeout)) {
 		if u.stalled, err = c.diagnose(ctx, nc, ns, u.active, target); err != nil {
 			return nil, err
 		}

@@ -29,7 +29,7 @@ func (c *Controller) diagnose(ctx context.Context, nc *v1alpha1.NestedCluster, n
 		return "", fmt.Errorf("listing %s pods: %w", cs.name, err)
 	}
 	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	deadline := fmt.Sprintf("not rolled out to %s within %s", target, c.upgradeStepTimeout())
+	deadline := fmt.Sprintf("not rolled out to %s within %s", target, c.cfg.UpgradeStepTimeout)
 	for i := range pods {
 		p := &pods[i]
 		if p.Annotations[provisioner.VersionAnnotation] != target || p.DeletionTimestamp != nil || podReady(p) {

@@ -32,8 +32,8 @@ const SpecHashAnnotation = "capn.dev/spec-hash"
 // depend on the rest of Params, so rendering with only the namespace is
 // exact.
 func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, pool *builders.EtcdPool) (builders.Params, error) {
-	p := builders.Params{Namespace: ns, Placement: c.placement, TemplateRevision: c.templateRevision, DataPlane: c.dataPlane, EtcdPool: pool,
-		CapnNamespace: c.capnNamespace}
+	p := builders.Params{Namespace: ns, Placement: c.placement, TemplateRevision: c.cfg.TemplateRevision, DataPlane: c.dataPlane, EtcdPool: pool,
+		CapnNamespace: c.cfg.LeaderElectNamespace}
 	objs, err := builders.All(nc, p)
 	if err != nil {
 		return p, fmt.Errorf("rendering: %w", err)
