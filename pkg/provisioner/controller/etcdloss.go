@@ -42,7 +42,7 @@ func losesDataWithPod(nc *v1alpha1.NestedCluster) bool {
 // ones, whose apiserver hooks write the objects again.
 // A new cluster has no record yet, and a restarted apiserver is younger
 // than its etcd: neither is touched, so this runs once per loss.
-func (c *Controller) restartAfterEtcdLoss(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, etcdPods []string) (bool, error) {
+func (c *tenantAccess) restartAfterEtcdLoss(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, etcdPods []string) (bool, error) {
 	if !losesDataWithPod(nc) || len(etcdPods) == 0 {
 		return false, nil
 	}

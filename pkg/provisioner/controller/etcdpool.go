@@ -1,12 +1,15 @@
 package controller
 
 import (
+	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +24,26 @@ import (
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
+// etcdAccess reaches etcd for every loop: a NestedEtcdPool as root
+// (membership, pool health) and a tenant's etcd as its apiserver does
+// (tenantetcd.go: restores and backups).
+type etcdAccess struct {
+	*env
+	// pools lists NestedEtcdPools (nil: none served).
+	pools listers.NestedEtcdPoolLister
+}
+
+// poolMembership grants pooled clusters their pool user and keys and
+// takes them back on deletion.
+type poolMembership struct {
+	*env
+	*etcdAccess
+	// poolGrants maps a pooled cluster's UID to the pool credentials it
+	// was granted with.
+	mu         sync.Mutex
+	poolGrants map[types.UID]string
+}
+
 // poolCredentials is a NestedEtcdPool with its credentials Secret read.
 type poolCredentials struct {
 	pool *v1alpha1.NestedEtcdPool
@@ -33,7 +56,7 @@ type poolCredentials struct {
 
 // readPool returns the pool name refers to and its credentials, or an
 // error that tells the provider what to fix.
-func (c *Controller) readPool(ctx context.Context, name string) (*poolCredentials, error) {
+func (c *etcdAccess) readPool(ctx context.Context, name string) (*poolCredentials, error) {
 	if c.pools == nil {
 		return nil, fmt.Errorf("NestedEtcdPool %q: this capn serves no pools", name)
 	}
@@ -75,7 +98,7 @@ func (p *poolCredentials) dial() (*clientv3.Client, error) {
 // namespace. It returns what the apiserver builder needs and a hash that
 // rolls the apiserver when the certificate or the pool changes; nil
 // without a pool.
-func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (*builders.EtcdPool, string, error) {
+func (c *poolMembership) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (*builders.EtcdPool, string, error) {
 	name := nc.Spec.Etcd.Pool
 	if name == "" {
 		return nil, "", nil
@@ -108,7 +131,7 @@ func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedClus
 // poolClientCert keeps the cluster's pool client certificate: issued again
 // only when missing, near expiry, for another user, or not signed by the
 // pool's current CA (the provider rotated it).
-func (c *Controller) poolClientCert(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, p *poolCredentials, t etcdpool.Tenant) (map[string][]byte, error) {
+func (c *poolMembership) poolClientCert(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, p *poolCredentials, t etcdpool.Tenant) (map[string][]byte, error) {
 	proto := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretPoolEtcdClient}}
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
@@ -137,7 +160,7 @@ func (c *Controller) poolClientCert(ctx context.Context, nc *v1alpha1.NestedClus
 	return data, nil
 }
 
-func (c *Controller) poolCertFresh(cur map[string][]byte, p *poolCredentials, t etcdpool.Tenant) bool {
+func (c *poolMembership) poolCertFresh(cur map[string][]byte, p *poolCredentials, t etcdpool.Tenant) bool {
 	if len(cur[corev1.TLSPrivateKeyKey]) == 0 || string(cur[corev1.ServiceAccountRootCAKey]) != string(p.data[etcdpool.KeyCACert]) {
 		return false
 	}
@@ -157,7 +180,7 @@ func (c *Controller) poolCertFresh(cur map[string][]byte, p *poolCredentials, t 
 // role, keys, user), before its namespace goes. A pool that no longer
 // exists has nothing left to remove; an unreachable one keeps the
 // finalizer, so nothing of the tenant's stays behind unnoticed.
-func (c *Controller) releaseEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster) error {
+func (c *poolMembership) releaseEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster) error {
 	name := nc.Spec.Etcd.Pool
 	if name == "" {
 		return nil
@@ -185,7 +208,7 @@ func (c *Controller) releaseEtcdPool(ctx context.Context, nc *v1alpha1.NestedClu
 }
 
 // asRoot runs fn with a root client of pool p.
-func (c *Controller) asRoot(ctx context.Context, p *poolCredentials, fn func(*clientv3.Client) error) error {
+func (c *etcdAccess) asRoot(ctx context.Context, p *poolCredentials, fn func(*clientv3.Client) error) error {
 	cli, err := p.dial()
 	if err == nil {
 		err = fn(cli)
@@ -202,7 +225,7 @@ func (c *Controller) asRoot(ctx context.Context, p *poolCredentials, fn func(*cl
 // rest (the provider's Secret, its members' addresses, etcd's answers) is
 // the provider's, so it goes to capn's log, and the pool's own status
 // shows what its sync finds.
-func (c *Controller) poolError(ctx context.Context, name string, err error) error {
+func (c *etcdAccess) poolError(ctx context.Context, name string, err error) error {
 	if c.pools == nil {
 		return err
 	}

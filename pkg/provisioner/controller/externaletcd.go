@@ -22,7 +22,7 @@ import (
 // the apiserver reads are copied. It returns a hash of what was copied, to
 // roll the apiserver when the user rotates those certificates; "" without
 // an external etcd.
-func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (string, error) {
+func (c *credentials) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (string, error) {
 	x := nc.Spec.Etcd.External
 	if x == nil {
 		return "", nil
@@ -53,7 +53,7 @@ func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.Nested
 
 // readUserSecret returns the wanted keys of the user's Secret, or an error
 // that says exactly what is missing, since the user has to fix it.
-func (c *Controller) readUserSecret(ctx context.Context, namespace, name string, keys []string) (map[string][]byte, error) {
+func (c *credentials) readUserSecret(ctx context.Context, namespace, name string, keys []string) (map[string][]byte, error) {
 	live, err := c.mgmt.ReadSecret(ctx, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("external etcd: Secret %s/%s not found", namespace, name)
@@ -74,7 +74,7 @@ func (c *Controller) readUserSecret(ctx context.Context, namespace, name string,
 
 // writeCopy applies the management copy only when its data differs, so a
 // resync writes nothing.
-func (c *Controller) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, ns, name string, data map[string][]byte) error {
+func (c *credentials) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, ns, name string, data map[string][]byte) error {
 	live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	switch {
 	case err == nil:

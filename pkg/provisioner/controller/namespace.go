@@ -19,7 +19,7 @@ import (
 // it, and returns its name for every later step of the sync. Applying it
 // stamps provisioner.OwnerUIDLabel, which is how a namespace made by an
 // older capn, under its legacy name, is claimed by its cluster's UID.
-func (c *Controller) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedCluster) (string, error) {
+func (c *workloads) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedCluster) (string, error) {
 	name, err := resolveNamespace(ctx, c.mgmt, nc)
 	if err != nil {
 		return "", err

@@ -57,7 +57,7 @@ type tenantOutcome struct {
 }
 
 // observeWorkloads reads the control plane's workloads into o.
-func (c *Controller) observeWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) error {
+func (c *workloads) observeWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) error {
 	o.workloads = map[string]builders.Object{}
 	protos := map[string]builders.Object{}
 	if nc.Spec.Etcd.Managed != nil {

@@ -15,13 +15,17 @@ import (
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
+// credentials keeps the cluster's Secrets: its PKI and the copies of an
+// external etcd's credentials (externaletcd.go).
+type credentials struct{ *env }
+
 // ensurePKI issues or renews the control plane's certificates and writes
 // only the Secrets whose data changed; pki.Reconcile keeps everything
 // still valid byte for byte. It returns the Secrets' data as they now are:
 // its CertsHash rolls the pods when a certificate they read at start
 // changes, and the cluster CA in it serves the tenant bootstrap, so no
 // later step of the sync reads these Secrets again.
-func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (pki.Data, error) {
+func (c *credentials) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (pki.Data, error) {
 	ns := p.Namespace
 	secrets, err := c.mgmt.ListSecrets(ctx, ns)
 	if err != nil {

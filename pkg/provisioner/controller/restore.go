@@ -1,6 +1,7 @@
 package controller
 
 import (
+	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
 	"context"
 	"fmt"
 	"time"
@@ -35,10 +36,19 @@ func planRestore(nc *v1alpha1.NestedCluster) restoreState {
 	return restoreState{pending: nc.Spec.RestoreFrom != nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, v1alpha1.ConditionRestored)}
 }
 
+// restorer writes a backup into a new cluster's etcd before its
+// components start.
+type restorer struct {
+	*env
+	*etcdAccess
+	backups listers.NestedClusterBackupLister
+	store   backup.Store
+}
+
 // ensureRestore writes the backup into the cluster's etcd once that etcd
 // serves (a pool serves from the start). The backup is read twice: once
 // whole to verify it, so nothing is written from a corrupt one.
-func (c *Controller) ensureRestore(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) error {
+func (c *restorer) ensureRestore(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) error {
 	if !o.restore.pending {
 		return nil
 	}

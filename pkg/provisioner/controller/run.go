@@ -87,7 +87,7 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 			logger.Error(err, "Building provisioner controller")
 			return
 		}
-		c, err := New(Options{
+		o := Options{
 			Settings:       cfg,
 			Capn:           capnClient,
 			Informer:       factory.Capn().V1alpha1().NestedClusters(),
@@ -99,23 +99,21 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 			Placement:      deps.Placement,
 			DataPlane:      deps.DataPlane,
 			Health:         deps.Health,
-		})
-		if err == nil {
-			// Every cached kind, so a hand edit of any object capn owns
-			// (drift) is repaired when it happens, not at the next resync.
-			err = c.WatchManagement(caches.Namespaces, caches.Watched...)
-			c.WaitFor(caches.All...)
 		}
+		clusters, pools, backups, err := newLoops(o, caches)
 		if err != nil {
 			logger.Error(err, "Building provisioner controller")
 			return
 		}
 		factory.Start(ctx.Done())
 		owned.Start(ctx.Done())
+		// The other loops read the clusters loop's caches: they start with it.
+		go pools.Run(ctx, clusters.Synced()...)
+		go backups.Run(ctx, clusters.Synced()...)
 		if cfg.OrphanSweep {
-			go c.RunOrphanSweep(ctx, cfg.Sweep)
+			go clusters.RunOrphanSweep(ctx, cfg.Sweep)
 		}
-		c.Run(ctx, cfg.Workers)
+		clusters.Run(ctx, cfg.Workers)
 	}
 	if !cfg.LeaderElect {
 		run(ctx)
@@ -143,4 +141,29 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 		})
 	}
 	return nil
+}
+
+// newLoops builds the clusters, pools and backups loops over the state they
+// share (Shared).
+func newLoops(o Options, caches ManagementCaches) (*ClusterController, *PoolController, *BackupController, error) {
+	sh := NewShared(o)
+	clusters, err := NewClusterController(o, sh)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Every cached kind, so a hand edit of any object capn owns (drift) is
+	// repaired when it happens, not at the next resync.
+	if err := clusters.WatchManagement(caches.Namespaces, caches.Watched...); err != nil {
+		return nil, nil, nil, err
+	}
+	clusters.WaitFor(caches.All...)
+	pools, err := NewPoolController(o, sh)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	backups, err := NewBackupController(o, sh)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return clusters, pools, backups, nil
 }

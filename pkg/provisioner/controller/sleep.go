@@ -110,11 +110,14 @@ func inactiveCondition(nc *v1alpha1.NestedCluster, s sleepState) (metav1.Conditi
 	return metav1.Condition{}, false
 }
 
+// sleeper stops what a sleeping cluster leaves running.
+type sleeper struct{ *env }
+
 // lingeringPods reports whether a pod of a component that stops in its
 // sleep is still in ns (from the cache): a Deployment's status stops
 // counting a pod once it is terminating, and kube-apiserver drains for
 // seconds after that.
-func (c *Controller) lingeringPods(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (bool, error) {
+func (c *sleeper) lingeringPods(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (bool, error) {
 	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: nc.Name}))
 	if err != nil {
 		return false, fmt.Errorf("listing pods in %s: %w", ns, err)
@@ -133,7 +136,7 @@ func (c *Controller) lingeringPods(ctx context.Context, nc *v1alpha1.NestedClust
 // without host pods and fails them as after an eviction, and their
 // controllers replace them; a bare pod stays Failed, as after losing its
 // node. It reports whether any still run.
-func (c *Controller) stopHostPods(ctx context.Context, nc *v1alpha1.NestedCluster, comps map[string]observed) (bool, error) {
+func (c *sleeper) stopHostPods(ctx context.Context, nc *v1alpha1.NestedCluster, comps map[string]observed) (bool, error) {
 	if nc.Spec.DataPlane.Mode != v1alpha1.DataPlaneShared {
 		return false, nil
 	}

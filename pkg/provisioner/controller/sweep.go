@@ -61,7 +61,7 @@ type orphanSweep struct {
 
 // RunOrphanSweep sweeps every cfg.Period until ctx ends. It needs the
 // caches WatchManagement set up; call it after Run has synced them.
-func (c *Controller) RunOrphanSweep(ctx context.Context, cfg SweepConfig) {
+func (c *ClusterController) RunOrphanSweep(ctx context.Context, cfg SweepConfig) {
 	s := &orphanSweep{SweepConfig: cfg.withDefaults(), absentSince: map[string]time.Time{}}
 	logger := klog.FromContext(ctx).WithName("orphan-sweep")
 	ctx = klog.NewContext(ctx, logger)
@@ -73,7 +73,7 @@ func (c *Controller) RunOrphanSweep(ctx context.Context, cfg SweepConfig) {
 }
 
 // sweep makes one pass and returns the namespaces it deleted.
-func (c *Controller) sweep(ctx context.Context, s *orphanSweep) []string {
+func (c *ClusterController) sweep(ctx context.Context, s *orphanSweep) []string {
 	logger := klog.FromContext(ctx)
 	ncs, err := c.lister.List(labels.Everything())
 	if err != nil {
@@ -152,7 +152,7 @@ func (c *Controller) sweep(ctx context.Context, s *orphanSweep) []string {
 		// The Shared cluster's syncer ClusterRoleBinding is cluster-scoped:
 		// it goes with the namespace, or nothing would ever remove it.
 		owner := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{UID: types.UID(ns.Labels[provisioner.OwnerUIDLabel])}}
-		if err := c.deleteSyncerBinding(ctx, owner); err != nil {
+		if err := c.finalizer.deleteSyncerBinding(ctx, owner); err != nil {
 			logger.Error(err, "Deleting an orphaned syncer ClusterRoleBinding", "ownerUID", owner.UID)
 		}
 		absent := now.Sub(s.absentSince[ns.Name]).Round(time.Second)

@@ -23,7 +23,7 @@ const managedEtcdPrefix = "/registry/"
 // a managed etcd through its client Service as the apiserver's etcd
 // client; a pooled tenant as its own pool user, which may read and write
 // only its prefix. An external etcd is not capn's to read.
-func (c *Controller) tenantEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (*clientv3.Client, string, error) {
+func (c *etcdAccess) tenantEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (*clientv3.Client, string, error) {
 	secret := func(name string) (map[string][]byte, error) {
 		live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		if err != nil {

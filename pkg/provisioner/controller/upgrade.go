@@ -77,7 +77,11 @@ func (u *upgrade) event(typ, reason, message string) {
 // planUpgrade works out the version each component renders at, from the
 // sync's observation of the three Deployments; only when a step has
 // stalled does it read their pods.
-func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) (*upgrade, error) {
+// upgrader runs ordered upgrades, one component per step
+// (upgrade_pods.go diagnoses a stuck step).
+type upgrader struct{ *env }
+
+func (c *upgrader) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) (*upgrade, error) {
 	target := nc.Spec.Version
 	comps := componentStates(nc, o)
 	var err error
@@ -196,7 +200,7 @@ func newer(a, b string) bool {
 
 // startStep records that cs is being rolled to target, unless its last
 // step already says so (a step in progress, seen again on a later sync).
-func (c *Controller) startStep(u *upgrade, cs *componentState, target string, now metav1.Time) {
+func (c *upgrader) startStep(u *upgrade, cs *componentState, target string, now metav1.Time) {
 	if s := lastStep(u.status, cs.name); s != nil && s.Version == target && s.FinishedAt == nil {
 		return
 	}
@@ -205,7 +209,7 @@ func (c *Controller) startStep(u *upgrade, cs *componentState, target string, no
 }
 
 // finishStep closes cs's step once it is fully at target.
-func (c *Controller) finishStep(u *upgrade, cs *componentState, target string, now metav1.Time) {
+func (c *upgrader) finishStep(u *upgrade, cs *componentState, target string, now metav1.Time) {
 	s := lastStep(u.status, cs.name)
 	if s == nil || s.Version != target || s.FinishedAt != nil {
 		return

@@ -23,7 +23,7 @@ import (
 //	kube-apiserver: ImagePullBackOff (Back-off pulling image ...)
 //
 // Pods are read only here, when a step has already missed its deadline.
-func (c *Controller) diagnose(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, cs *componentState, target string) (string, error) {
+func (c *upgrader) diagnose(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, cs *componentState, target string) (string, error) {
 	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(nc, cs.name)))
 	if err != nil {
 		return "", fmt.Errorf("listing %s pods: %w", cs.name, err)

@@ -27,11 +27,19 @@ import (
 // by field with the desired one would always differ.
 const SpecHashAnnotation = "capn.dev/spec-hash"
 
+// workloads renders and applies the control plane's objects and observes
+// them (namespace.go, observation.go, images.go, prune.go).
+type workloads struct {
+	*env
+	placement builders.Placement
+	dataPlane builders.DataPlane
+}
+
 // ensureServices applies the Services first: their ClusterIPs go into the
 // certificates and flags of everything else (Params). Services do not
 // depend on the rest of Params, so rendering with only the namespace is
 // exact.
-func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, pool *builders.EtcdPool) (builders.Params, error) {
+func (c *workloads) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, pool *builders.EtcdPool) (builders.Params, error) {
 	p := builders.Params{Namespace: ns, Placement: c.placement, TemplateRevision: c.cfg.TemplateRevision, DataPlane: c.dataPlane, EtcdPool: pool,
 		CapnNamespace: c.cfg.LeaderElectNamespace}
 	objs, err := builders.All(nc, p)
@@ -69,7 +77,7 @@ func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedClus
 // (ensured before, since the rest depends on them). o is the sync's
 // observation: its workloads size the quota during a rollout, and what is
 // applied here replaces them in it.
-func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
+func (c *workloads) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
 	objs, err := renderAtRevisions(nc, p, o)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
@@ -156,7 +164,7 @@ func quotaForRollout(nc *v1alpha1.NestedCluster, p builders.Params, objs, live [
 	}
 }
 
-func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {
+func (c *env) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {
 	if len(applied) == 0 {
 		return
 	}
@@ -170,7 +178,7 @@ func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedClust
 // an unchanged cluster costs no write. It returns the live (or applied)
 // object and whether it wrote. obj gains the hash annotation, which makes
 // any change to the rendered object visible on the live one.
-func (c *Controller) applyIfChanged(ctx context.Context, obj builders.Object) (builders.Object, bool, error) {
+func (c *env) applyIfChanged(ctx context.Context, obj builders.Object) (builders.Object, bool, error) {
 	hash, err := specHash(obj)
 	if err != nil {
 		return nil, false, err
