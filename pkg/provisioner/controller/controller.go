@@ -289,12 +289,12 @@ func (c *ClusterController) sync(ctx context.Context, key string) (time.Duration
 // fails, returning it as a *stepError. It fills o as it goes; deriveStatus
 // turns o and the error into status.
 func (c *ClusterController) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, o *observation) error {
-	ns, err := c.workloads.ensureNamespace(ctx, nc)
+	p, err := c.workloads.ensureNamespace(ctx, nc)
 	if err != nil {
 		return failed(v1alpha1.ReasonNamespaceFailed, err)
 	}
 	// The one read of the workloads this sync makes (observation).
-	if err := c.workloads.observeWorkloads(ctx, nc, ns, o); err != nil {
+	if err := c.workloads.observeWorkloads(ctx, nc, p, o); err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
 	o.sleep = decideSleep(nc, o, c.now())
@@ -304,56 +304,57 @@ func (c *ClusterController) reconcile(ctx context.Context, nc *v1alpha1.NestedCl
 		c.activity.forgetActivity(nc.UID)
 	}
 	// Before the Services: every render of a pooled cluster needs its pool.
-	pool, poolHash, err := c.pools.ensureEtcdPool(ctx, nc, ns)
+	pool, poolHash, err := c.pools.ensureEtcdPool(ctx, nc, p)
 	if err != nil {
 		return failed(v1alpha1.ReasonEtcdPoolFailed, err)
 	}
-	params, err := c.workloads.ensureServices(ctx, nc, ns, pool)
+	p.EtcdPool = pool
+	p, err = c.workloads.ensureServices(ctx, nc, p)
 	if err != nil {
 		return failed(v1alpha1.ReasonServicesFailed, err)
 	}
-	params.Asleep = o.sleep.asleep
-	o.endpoint = provisioner.APIServerEndpoint(nc, params.Addresses())
-	certs, err := c.credentials.ensurePKI(ctx, nc, params)
+	p.Asleep = o.sleep.asleep
+	o.endpoint = provisioner.APIServerEndpoint(nc, p.Addresses())
+	certs, err := c.credentials.ensurePKI(ctx, nc, p)
 	if err != nil {
 		return failed(v1alpha1.ReasonPKIFailed, err)
 	}
-	params.CertsHash = pki.CertsHash(certs)
-	external, err := c.credentials.ensureExternalEtcd(ctx, nc, ns)
+	p.CertsHash = pki.CertsHash(certs)
+	external, err := c.credentials.ensureExternalEtcd(ctx, nc, p)
 	if err != nil {
 		return failed(v1alpha1.ReasonExternalEtcdFailed, err)
 	}
 	if external != "" {
-		params.CertsHash += "-" + external[:16]
+		p.CertsHash += "-" + external[:16]
 	}
 	if poolHash != "" {
-		params.CertsHash += "-" + poolHash
+		p.CertsHash += "-" + poolHash
 	}
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
-	params.EtcdImage = o.etcdImage()
+	p.EtcdImage = o.etcdImage()
 	// An ordered upgrade holds some kube-* components back (upgrade.go).
-	if o.upgrade, err = c.upgrades.planUpgrade(ctx, nc, ns, o); err != nil {
+	if o.upgrade, err = c.upgrades.planUpgrade(ctx, nc, p, o); err != nil {
 		return failed(v1alpha1.ReasonUpgradePlanFailed, err)
 	}
-	params.Versions = o.upgrade.versions
+	p.Versions = o.upgrade.versions
 	if nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
 		if err := c.workloads.checkWorkloadNamespace(ctx, nc); err != nil {
 			return failed(v1alpha1.ReasonNamespaceFailed, err)
 		}
 	}
-	params.Restoring = o.restore.pending
-	if err := c.workloads.ensureWorkloads(ctx, nc, params, o); err != nil {
+	p.Restoring = o.restore.pending
+	if err := c.workloads.ensureWorkloads(ctx, nc, p, o); err != nil {
 		return failed(v1alpha1.ReasonApplyFailed, err)
 	}
 	if o.restore.pending {
-		if err := c.restorer.ensureRestore(ctx, nc, ns, o); err != nil {
+		if err := c.restorer.ensureRestore(ctx, nc, p, o); err != nil {
 			return failed(v1alpha1.ReasonRestoreFailed, err)
 		}
 		return nil // the components start once Restored is recorded
 	}
 	comps := o.components(nc)
 	if o.sleep.asleep {
-		if o.sleep.lingering, err = c.sleeper.lingeringPods(ctx, nc, ns); err != nil {
+		if o.sleep.lingering, err = c.sleeper.lingeringPods(ctx, nc, p); err != nil {
 			return failed(v1alpha1.ReasonObserveFailed, err)
 		}
 		if o.sleep.hostPods, err = c.sleeper.stopHostPods(ctx, nc, comps); err != nil {
@@ -364,7 +365,7 @@ func (c *ClusterController) reconcile(ctx context.Context, nc *v1alpha1.NestedCl
 	// Pods are listed only while a component is not rolled out: that is
 	// when an image can be missing (create, scale, upgrade).
 	if !rolledOut(comps) {
-		images, err := c.workloads.imagesCondition(ctx, nc, ns)
+		images, err := c.workloads.imagesCondition(ctx, nc, p)
 		if err != nil {
 			return failed(v1alpha1.ReasonObserveFailed, err)
 		}
@@ -373,11 +374,11 @@ func (c *ClusterController) reconcile(ctx context.Context, nc *v1alpha1.NestedCl
 	if !comps[v1alpha1.ComponentAPIServer].available {
 		return nil // nothing to bootstrap against yet
 	}
-	if err := c.tenants.ensureTenantAccess(ctx, nc, params, certs[provisioner.SecretCA], o); err != nil {
+	if err := c.tenants.ensureTenantAccess(ctx, nc, p, certs[provisioner.SecretCA], o); err != nil {
 		return err
 	}
 	if o.tenant.done {
-		c.activity.observeActivity(ctx, nc, params, certs[provisioner.SecretCA], o)
+		c.activity.observeActivity(ctx, nc, p, certs[provisioner.SecretCA], o)
 	}
 	return nil
 }

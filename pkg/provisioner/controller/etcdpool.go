@@ -98,7 +98,8 @@ func (p *poolCredentials) dial() (*clientv3.Client, error) {
 // namespace. It returns what the apiserver builder needs and a hash that
 // rolls the apiserver when the certificate or the pool changes; nil
 // without a pool.
-func (c *poolMembership) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (*builders.EtcdPool, string, error) {
+func (c *poolMembership) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster, target builders.Params) (*builders.EtcdPool, string, error) {
+	ns := target.Namespace
 	name := nc.Spec.Etcd.Pool
 	if name == "" {
 		return nil, "", nil

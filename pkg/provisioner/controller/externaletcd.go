@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"capn.dev/capn/pkg/provisioner/builders"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,7 +23,8 @@ import (
 // the apiserver reads are copied. It returns a hash of what was copied, to
 // roll the apiserver when the user rotates those certificates; "" without
 // an external etcd.
-func (c *credentials) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (string, error) {
+func (c *credentials) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (string, error) {
+	ns := p.Namespace
 	x := nc.Spec.Etcd.External
 	if x == nil {
 		return "", nil

@@ -57,7 +57,8 @@ type tenantOutcome struct {
 }
 
 // observeWorkloads reads the control plane's workloads into o.
-func (c *workloads) observeWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) error {
+func (c *workloads) observeWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
+	ns := p.Namespace
 	o.workloads = map[string]builders.Object{}
 	protos := map[string]builders.Object{}
 	if nc.Spec.Etcd.Managed != nil {

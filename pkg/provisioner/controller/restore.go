@@ -2,6 +2,7 @@ package controller
 
 import (
 	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner/builders"
 	"context"
 	"fmt"
 	"time"
@@ -48,7 +49,8 @@ type restorer struct {
 // ensureRestore writes the backup into the cluster's etcd once that etcd
 // serves (a pool serves from the start). The backup is read twice: once
 // whole to verify it, so nothing is written from a corrupt one.
-func (c *restorer) ensureRestore(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) error {
+func (c *restorer) ensureRestore(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
+	ns := p.Namespace
 	if !o.restore.pending {
 		return nil
 	}

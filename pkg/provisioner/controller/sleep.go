@@ -117,7 +117,8 @@ type sleeper struct{ *env }
 // sleep is still in ns (from the cache): a Deployment's status stops
 // counting a pod once it is terminating, and kube-apiserver drains for
 // seconds after that.
-func (c *sleeper) lingeringPods(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (bool, error) {
+func (c *sleeper) lingeringPods(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (bool, error) {
+	ns := p.Namespace
 	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: nc.Name}))
 	if err != nil {
 		return false, fmt.Errorf("listing pods in %s: %w", ns, err)

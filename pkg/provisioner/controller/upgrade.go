@@ -81,7 +81,8 @@ func (u *upgrade) event(typ, reason, message string) {
 // (upgrade_pods.go diagnoses a stuck step).
 type upgrader struct{ *env }
 
-func (c *upgrader) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, o *observation) (*upgrade, error) {
+func (c *upgrader) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) (*upgrade, error) {
+	ns := p.Namespace
 	target := nc.Spec.Version
 	comps := componentStates(nc, o)
 	var err error

@@ -35,13 +35,11 @@ type workloads struct {
 	dataPlane builders.DataPlane
 }
 
-// ensureServices applies the Services first: their ClusterIPs go into the
-// certificates and flags of everything else (Params). Services do not
-// depend on the rest of Params, so rendering with only the namespace is
-// exact.
-func (c *workloads) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, pool *builders.EtcdPool) (builders.Params, error) {
-	p := builders.Params{Namespace: ns, Placement: c.placement, TemplateRevision: c.cfg.TemplateRevision, DataPlane: c.dataPlane, EtcdPool: pool,
-		CapnNamespace: c.cfg.LeaderElectNamespace}
+// ensureServices applies the Services first and returns p with their
+// addresses: the ClusterIPs go into the certificates and flags of
+// everything else. Services do not depend on the addresses, so rendering
+// them without is exact.
+func (c *workloads) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (builders.Params, error) {
 	objs, err := builders.All(nc, p)
 	if err != nil {
 		return p, fmt.Errorf("rendering: %w", err)
