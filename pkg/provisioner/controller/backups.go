@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -49,9 +48,7 @@ type BackupController struct {
 // start it.
 func NewBackupController(o Options, sh *Shared) (*BackupController, error) {
 	c := &BackupController{env: sh.env, etcdAccess: sh.etcd, lister: o.Informer.Lister(), store: o.BackupStore,
-		backupQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-backups"})}
+		backupQueue: newQueue("capn-backups")}
 	if err := c.watchBackups(o.BackupInformer); err != nil {
 		return nil, err
 	}
@@ -60,13 +57,7 @@ func NewBackupController(o Options, sh *Shared) (*BackupController, error) {
 
 // Run takes backups once synced say the caches are, until ctx ends.
 func (c *BackupController) Run(ctx context.Context, synced ...cache.InformerSynced) {
-	defer utilruntime.HandleCrash()
-	defer c.backupQueue.ShutDown()
-	if !cache.WaitForNamedCacheSync("capn-backups", ctx.Done(), synced...) {
-		return
-	}
-	go wait.UntilWithContext(ctx, c.backupWorker, time.Second)
-	<-ctx.Done()
+	runQueue(ctx, "capn-backups", c.backupQueue, c.backupWorker, synced)
 }
 
 // watchBackups queues every backup change.

@@ -14,9 +14,9 @@ import (
 // upgrade is reported the same hour.
 const DefaultUpgradeStepTimeout = 10 * time.Minute
 
-// Settings are the provisioner's settings. capn-apiserver fills it once from
-// its flags and hands it to Start, which hands it to every loop as is:
-// a setting has one name from the flag to its use.
+// Settings are the provisioner's settings. capn-apiserver fills them once
+// from its flags and hands them to Start, which hands them to every loop as
+// is: a setting has one name from the flag to its use.
 type Settings struct {
 	// LeaderElect elects one provisioning replica via Lease
 	// LeaderElectNamespace/LeaseName in the management cluster.
@@ -48,15 +48,21 @@ type Settings struct {
 // Settings from a test or a caller that sets only what it cares about
 // behave like those from the flags.
 func (c Settings) Complete() Settings {
-	if c.UpgradeStepTimeout <= 0 {
-		c.UpgradeStepTimeout = DefaultUpgradeStepTimeout
-	}
-	if c.ActivityInterval <= 0 {
-		c.ActivityInterval = DefaultActivityInterval
-	}
+	orDefault(&c.UpgradeStepTimeout, DefaultUpgradeStepTimeout)
+	orDefault(&c.ActivityInterval, DefaultActivityInterval)
+	orDefault(&c.Sweep.GracePeriod, DefaultOrphanGracePeriod)
+	orDefault(&c.Sweep.Period, DefaultOrphanSweepPeriod)
+	orDefault(&c.Sweep.MaxDeletions, DefaultOrphanMaxDeletions)
 	c.Workers = max(c.Workers, 1)
-	c.Sweep = c.Sweep.withDefaults()
 	return c
+}
+
+// orDefault sets *v to def unless it is positive: no setting here has a
+// meaningful zero or negative value.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Deps are what Start needs beside its settings: how to reach the

@@ -86,9 +86,7 @@ func NewShared(o Options) *Shared {
 	if tenantClient == nil {
 		tenantClient = access.BootstrapClient
 	}
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"})
+	queue := newQueue("capn-provisioner")
 	etcd := &etcdAccess{env: e}
 	if o.PoolInformer != nil {
 		etcd.pools = o.PoolInformer.Lister()

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -44,9 +43,7 @@ type PoolController struct {
 // clusters'; call Run to start it.
 func NewPoolController(o Options, sh *Shared) (*PoolController, error) {
 	c := &PoolController{env: sh.env, etcdAccess: sh.etcd, lister: o.Informer.Lister(), queue: sh.clusters,
-		poolQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-pools"})}
+		poolQueue: newQueue("capn-pools")}
 	if err := c.watchPools(o.PoolInformer, o.Informer.Informer()); err != nil {
 		return nil, err
 	}
@@ -55,13 +52,7 @@ func NewPoolController(o Options, sh *Shared) (*PoolController, error) {
 
 // Run syncs pools once synced say the caches are, until ctx ends.
 func (c *PoolController) Run(ctx context.Context, synced ...cache.InformerSynced) {
-	defer utilruntime.HandleCrash()
-	defer c.poolQueue.ShutDown()
-	if !cache.WaitForNamedCacheSync("capn-pools", ctx.Done(), synced...) {
-		return
-	}
-	go wait.UntilWithContext(ctx, c.poolWorker, time.Second)
-	<-ctx.Done()
+	runQueue(ctx, "capn-pools", c.poolQueue, c.poolWorker, synced)
 }
 
 // watchPools makes pool changes reach their tenants (new endpoints or

@@ -111,7 +111,7 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 		go pools.Run(ctx, clusters.Synced()...)
 		go backups.Run(ctx, clusters.Synced()...)
 		if cfg.OrphanSweep {
-			go clusters.RunOrphanSweep(ctx, cfg.Sweep)
+			go clusters.RunOrphanSweep(ctx)
 		}
 		clusters.Run(ctx, cfg.Workers)
 	}

@@ -39,19 +39,6 @@ type SweepConfig struct {
 	MaxDeletions int
 }
 
-func (s SweepConfig) withDefaults() SweepConfig {
-	if s.GracePeriod <= 0 {
-		s.GracePeriod = DefaultOrphanGracePeriod
-	}
-	if s.Period <= 0 {
-		s.Period = DefaultOrphanSweepPeriod
-	}
-	if s.MaxDeletions <= 0 {
-		s.MaxDeletions = DefaultOrphanMaxDeletions
-	}
-	return s
-}
-
 // orphanSweep remembers since when each namespace's owner has been absent.
 // Only the sweep's own goroutine touches it.
 type orphanSweep struct {
@@ -59,10 +46,11 @@ type orphanSweep struct {
 	absentSince map[string]time.Time
 }
 
-// RunOrphanSweep sweeps every cfg.Period until ctx ends. It needs the
-// caches WatchManagement set up; call it after Run has synced them.
-func (c *ClusterController) RunOrphanSweep(ctx context.Context, cfg SweepConfig) {
-	s := &orphanSweep{SweepConfig: cfg.withDefaults(), absentSince: map[string]time.Time{}}
+// RunOrphanSweep sweeps every Settings.Sweep.Period until ctx ends. It
+// needs the caches WatchManagement set up; call it after Run has synced
+// them.
+func (c *ClusterController) RunOrphanSweep(ctx context.Context) {
+	s := &orphanSweep{SweepConfig: c.cfg.Sweep, absentSince: map[string]time.Time{}}
 	logger := klog.FromContext(ctx).WithName("orphan-sweep")
 	ctx = klog.NewContext(ctx, logger)
 	if c.namespaces == nil || !cache.WaitForNamedCacheSync("capn-orphan-sweep", ctx.Done(), c.synced...) {
