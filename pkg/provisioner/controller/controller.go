@@ -72,6 +72,8 @@ type Shared struct {
 	clusters workqueue.TypedRateLimitingInterface[string]
 	etcd     *etcdAccess
 	activity *activityMonitor
+	// tenantClient reaches tenant apiservers (bootstraps, activity reads).
+	tenantClient TenantClientFunc
 }
 
 // NewShared builds the clients, the clusters queue, the etcd access and the
@@ -91,7 +93,7 @@ func NewShared(o Options) *Shared {
 	if o.PoolInformer != nil {
 		etcd.pools = o.PoolInformer.Lister()
 	}
-	return &Shared{env: e, clusters: queue, etcd: etcd, activity: newActivityMonitor(e, tenantClient, queue)}
+	return &Shared{env: e, clusters: queue, etcd: etcd, activity: newActivityMonitor(e, tenantClient, queue), tenantClient: tenantClient}
 }
 
 // ClusterController is the clusters loop: it reconciles NestedClusters
@@ -117,7 +119,7 @@ type ClusterController struct {
 }
 
 // newClusterSteps wires the sync's operation types to one another.
-func newClusterSteps(sh *Shared, lister listers.NestedClusterLister, tenantClient TenantClientFunc,
+func newClusterSteps(sh *Shared, lister listers.NestedClusterLister,
 	placement builders.Placement, dataPlane builders.DataPlane, backups listers.NestedClusterBackupLister, store backup.Store) *ClusterController {
 	e := sh.env
 	c := &ClusterController{
@@ -126,7 +128,7 @@ func newClusterSteps(sh *Shared, lister listers.NestedClusterLister, tenantClien
 		credentials: &credentials{env: e},
 		pools:       &poolMembership{env: e, etcdAccess: sh.etcd, poolGrants: map[types.UID]string{}},
 		upgrades:    &upgrader{env: e},
-		tenants:     newTenantAccess(e, tenantClient, sh.clusters),
+		tenants:     newTenantAccess(e, sh.tenantClient, sh.clusters),
 		activity:    sh.activity,
 		sleeper:     &sleeper{env: e},
 		restorer:    &restorer{env: e, etcdAccess: sh.etcd, backups: backups, store: store},
@@ -138,15 +140,11 @@ func newClusterSteps(sh *Shared, lister listers.NestedClusterLister, tenantClien
 // NewClusterController wires the clusters loop to its informer; call Run
 // to start it.
 func NewClusterController(o Options, sh *Shared) (*ClusterController, error) {
-	tenantClient := o.TenantClient
-	if tenantClient == nil {
-		tenantClient = access.BootstrapClient
-	}
 	var backups listers.NestedClusterBackupLister
 	if o.BackupInformer != nil {
 		backups = o.BackupInformer.Lister()
 	}
-	c := newClusterSteps(sh, o.Informer.Lister(), tenantClient, o.Placement, o.DataPlane, backups, o.BackupStore)
+	c := newClusterSteps(sh, o.Informer.Lister(), o.Placement, o.DataPlane, backups, o.BackupStore)
 	c.health = o.Health
 	c.synced = []cache.InformerSynced{o.Informer.Informer().HasSynced}
 	// A sync reads pools and backups too.
@@ -176,8 +174,8 @@ func NewClusterController(o Options, sh *Shared) (*ClusterController, error) {
 	return c, nil
 }
 
-// Synced reports whether every cache a sync reads has synced; the other
-// loops wait for it too, as they read the same caches.
+// Synced are the HasSynced of every cache a sync reads; the other loops
+// wait for them too, as they read the same caches.
 func (c *ClusterController) Synced() []cache.InformerSynced { return c.synced }
 
 // Run processes the clusters queue with workers goroutines until ctx ends.

@@ -143,8 +143,8 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 		f.serversMu.Unlock()
 		return f.tenant, nil
 	}
-	sh := &Shared{env: e, etcd: &etcdAccess{env: e}, activity: newActivityMonitor(e, tenantClient, nil)}
-	f.c = newClusterSteps(sh, listers.NewNestedClusterLister(f.indexer), tenantClient, builders.Placement{}, builders.DataPlane{}, nil, nil)
+	sh := &Shared{env: e, etcd: &etcdAccess{env: e}, activity: newActivityMonitor(e, tenantClient, nil), tenantClient: tenantClient}
+	f.c = newClusterSteps(sh, listers.NewNestedClusterLister(f.indexer), builders.Placement{}, builders.DataPlane{}, nil, nil)
 	return f
 }
 
