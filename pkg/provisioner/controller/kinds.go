@@ -17,6 +17,11 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
+	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
+	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 
 	"capn.dev/capn/pkg/provisioner/builders"
 )
@@ -35,69 +40,53 @@ type managedKind struct {
 	owned func(live builders.Object) (any, error)
 }
 
-// managed builds a kind's entry from its typed client and its apply
-// configuration's extractor; T is inferred from the extractor.
-func managed[T builders.Object, AC any](gvr schema.GroupVersionResource, extract func(T, string) (AC, error),
-	client func(c kubernetes.Interface, ns string) typedClient[T]) managedKind {
+// managed builds a kind's entry from its apply configuration's extractor,
+// its client group and its typed client; T is inferred from the extractor,
+// C from the client.
+func managed[T builders.Object, AC any, G any, C typedClient[T]](gvr schema.GroupVersionResource,
+	extract func(T, string) (AC, error), group func(kubernetes.Interface) G, client func(G, string) C) managedKind {
 	return managedKind{
 		typ: reflect.TypeFor[T](),
 		gvr: gvr,
 		do: func(ctx context.Context, c kubernetes.Interface, o op, manager string, obj builders.Object) (builders.Object, error) {
-			return call(ctx, client(c, obj.GetNamespace()), o, manager, obj.(T))
+			return call[T](ctx, client(group(c), obj.GetNamespace()), o, manager, obj.(T))
 		},
 		owned: func(live builders.Object) (any, error) { return extract(live.(T), FieldManager) },
 	}
 }
 
+// clusterScoped adapts a cluster-scoped kind's client to managed's.
+func clusterScoped[G, C any](client func(G) C) func(G, string) C {
+	return func(g G, _ string) C { return client(g) }
+}
+
+var (
+	core       = corev1.SchemeGroupVersion.WithResource
+	apps       = appsv1.SchemeGroupVersion.WithResource
+	policy     = policyv1.SchemeGroupVersion.WithResource
+	networking = networkingv1.SchemeGroupVersion.WithResource
+	rbac       = rbacv1.SchemeGroupVersion.WithResource
+)
+
 // managedKinds are the kinds the builders render. Namespace comes first:
 // the others live in one.
 var managedKinds = []managedKind{
-	managed(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1ac.ExtractNamespace,
-		func(c kubernetes.Interface, _ string) typedClient[*corev1.Namespace] { return c.CoreV1().Namespaces() }),
-	managed(corev1.SchemeGroupVersion.WithResource("services"), corev1ac.ExtractService,
-		func(c kubernetes.Interface, ns string) typedClient[*corev1.Service] { return c.CoreV1().Services(ns) }),
-	managed(corev1.SchemeGroupVersion.WithResource("configmaps"), corev1ac.ExtractConfigMap,
-		func(c kubernetes.Interface, ns string) typedClient[*corev1.ConfigMap] {
-			return c.CoreV1().ConfigMaps(ns)
-		}),
-	managed(corev1.SchemeGroupVersion.WithResource("secrets"), corev1ac.ExtractSecret,
-		func(c kubernetes.Interface, ns string) typedClient[*corev1.Secret] { return c.CoreV1().Secrets(ns) }),
-	managed(corev1.SchemeGroupVersion.WithResource("limitranges"), corev1ac.ExtractLimitRange,
-		func(c kubernetes.Interface, ns string) typedClient[*corev1.LimitRange] {
-			return c.CoreV1().LimitRanges(ns)
-		}),
-	managed(corev1.SchemeGroupVersion.WithResource("resourcequotas"), corev1ac.ExtractResourceQuota,
-		func(c kubernetes.Interface, ns string) typedClient[*corev1.ResourceQuota] {
-			return c.CoreV1().ResourceQuotas(ns)
-		}),
-	managed(appsv1.SchemeGroupVersion.WithResource("deployments"), appsv1ac.ExtractDeployment,
-		func(c kubernetes.Interface, ns string) typedClient[*appsv1.Deployment] {
-			return c.AppsV1().Deployments(ns)
-		}),
-	managed(appsv1.SchemeGroupVersion.WithResource("statefulsets"), appsv1ac.ExtractStatefulSet,
-		func(c kubernetes.Interface, ns string) typedClient[*appsv1.StatefulSet] {
-			return c.AppsV1().StatefulSets(ns)
-		}),
-	managed(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), policyv1ac.ExtractPodDisruptionBudget,
-		func(c kubernetes.Interface, ns string) typedClient[*policyv1.PodDisruptionBudget] {
-			return c.PolicyV1().PodDisruptionBudgets(ns)
-		}),
-	managed(networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), networkingv1ac.ExtractNetworkPolicy,
-		func(c kubernetes.Interface, ns string) typedClient[*networkingv1.NetworkPolicy] {
-			return c.NetworkingV1().NetworkPolicies(ns)
-		}),
-	managed(corev1.SchemeGroupVersion.WithResource("serviceaccounts"), corev1ac.ExtractServiceAccount,
-		func(c kubernetes.Interface, ns string) typedClient[*corev1.ServiceAccount] {
-			return c.CoreV1().ServiceAccounts(ns)
-		}),
-	managed(rbacv1.SchemeGroupVersion.WithResource("rolebindings"), rbacv1ac.ExtractRoleBinding,
-		func(c kubernetes.Interface, ns string) typedClient[*rbacv1.RoleBinding] {
-			return c.RbacV1().RoleBindings(ns)
-		}),
-	managed(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), rbacv1ac.ExtractClusterRoleBinding,
-		func(c kubernetes.Interface, _ string) typedClient[*rbacv1.ClusterRoleBinding] {
-			return c.RbacV1().ClusterRoleBindings()
-		}),
+	managed(core("namespaces"), corev1ac.ExtractNamespace, kubernetes.Interface.CoreV1, clusterScoped(corev1client.CoreV1Interface.Namespaces)),
+	managed(core("services"), corev1ac.ExtractService, kubernetes.Interface.CoreV1, corev1client.CoreV1Interface.Services),
+	managed(core("configmaps"), corev1ac.ExtractConfigMap, kubernetes.Interface.CoreV1, corev1client.CoreV1Interface.ConfigMaps),
+	managed(core("secrets"), corev1ac.ExtractSecret, kubernetes.Interface.CoreV1, corev1client.CoreV1Interface.Secrets),
+	managed(core("limitranges"), corev1ac.ExtractLimitRange, kubernetes.Interface.CoreV1, corev1client.CoreV1Interface.LimitRanges),
+	managed(core("resourcequotas"), corev1ac.ExtractResourceQuota, kubernetes.Interface.CoreV1, corev1client.CoreV1Interface.ResourceQuotas),
+	managed(core("serviceaccounts"), corev1ac.ExtractServiceAccount, kubernetes.Interface.CoreV1, corev1client.CoreV1Interface.ServiceAccounts),
+	managed(apps("deployments"), appsv1ac.ExtractDeployment, kubernetes.Interface.AppsV1, appsv1client.AppsV1Interface.Deployments),
+	managed(apps("statefulsets"), appsv1ac.ExtractStatefulSet, kubernetes.Interface.AppsV1, appsv1client.AppsV1Interface.StatefulSets),
+	managed(policy("poddisruptionbudgets"), policyv1ac.ExtractPodDisruptionBudget, kubernetes.Interface.PolicyV1,
+		policyv1client.PolicyV1Interface.PodDisruptionBudgets),
+	managed(networking("networkpolicies"), networkingv1ac.ExtractNetworkPolicy, kubernetes.Interface.NetworkingV1,
+		networkingv1client.NetworkingV1Interface.NetworkPolicies),
+	managed(rbac("rolebindings"), rbacv1ac.ExtractRoleBinding, kubernetes.Interface.RbacV1, rbacv1client.RbacV1Interface.RoleBindings),
+	managed(rbac("clusterrolebindings"), rbacv1ac.ExtractClusterRoleBinding, kubernetes.Interface.RbacV1,
+		clusterScoped(rbacv1client.RbacV1Interface.ClusterRoleBindings)),
 }
 
 var managedByType = func() map[reflect.Type]*managedKind {
