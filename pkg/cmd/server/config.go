@@ -109,32 +109,22 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 // NestedClusters' namespaces, where their Events belong (nil: management).
 func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.Health) genericapiserver.PostStartHookFunc {
 	return func(hctx genericapiserver.PostStartHookContext) error {
-		cfg := controller.RunConfig{
-			Capn:                 hctx.LoopbackClientConfig,
-			Management:           mgmt,
-			Events:               core,
-			LeaderElect:          o.LeaderElect,
-			LeaderElectNamespace: o.LeaderElectNamespace,
-			RenewalThreshold:     o.CertRenewalThreshold,
-			UpgradeStepTimeout:   o.UpgradeStepTimeout,
-			ActivityInterval:     o.ActivityInterval,
-			Workers:              o.Workers,
-			TemplateRevision:     o.TemplateRevision,
-			Health:               health,
-			DataPlane:            o.DataPlane.builders(),
+		deps := controller.Deps{
+			Capn:       hctx.LoopbackClientConfig,
+			Management: mgmt,
+			Events:     core,
+			Health:     health,
+			DataPlane:  o.DataPlane.builders(),
 		}
 		if o.BackupDir != "" {
-			cfg.BackupStore = backup.Dir{Root: o.BackupDir}
-		}
-		if o.OrphanSweep {
-			cfg.Sweep = &o.Sweep
+			deps.BackupStore = backup.Dir{Root: o.BackupDir}
 		}
 		// Validate refused a bad placement already.
-		cfg.Placement, _ = o.Placement.Placement()
+		deps.Placement, _ = o.Placement.Placement()
 		// The hook must return for the server to become ready; the
 		// controller runs until the server stops.
 		go func() {
-			if err := controller.Start(hctx, cfg); err != nil {
+			if err := controller.Start(hctx, o.Settings, deps); err != nil {
 				klog.ErrorS(err, "Provisioner stopped")
 			}
 		}()

@@ -56,43 +56,27 @@ type Options struct {
 	// ManagementKubeconfig reaches the cluster the control planes run in;
 	// empty means the in-cluster config.
 	ManagementKubeconfig string
-	// LeaderElect elects one provisioning replica via a Lease in
-	// LeaderElectNamespace of the management cluster.
-	LeaderElect          bool
-	LeaderElectNamespace string
-	// CertRenewalThreshold renews a certificate this long before expiry.
-	CertRenewalThreshold time.Duration
+	// Settings are the provisioner's settings, handed to controller.Start as
+	// is; its fields are flags of their own (AddFlags).
+	controller.Settings
 	// MaxKubeconfigExpiration caps what nestedclusters/kubeconfig issues.
 	MaxKubeconfigExpiration time.Duration
 	// MaxJoinTokenTTL caps the bootstrap tokens nestedclusters/jointoken
 	// creates.
 	MaxJoinTokenTTL time.Duration
-	// UpgradeStepTimeout halts an upgrade whose component is not rolled
-	// out in this long.
-	UpgradeStepTimeout time.Duration
 	// BackupDir is where NestedClusterBackups' data is kept; empty keeps
 	// none (every backup fails, saying so).
 	BackupDir string
-	// ActivityInterval is how often tenants with spec.sleep.afterInactivity
-	// are checked for requests.
-	ActivityInterval time.Duration
 	// FinalizerAdminGroups may remove capn's finalizer (break-glass).
 	FinalizerAdminGroups []string
 	// Placement schedules every control-plane pod.
 	Placement PlacementOptions
 	// DataPlane is the provider's side of Shared data planes.
 	DataPlane DataPlaneOptions
-	// TemplateRevision is the pod-template revision new control-plane
-	// workloads get (builders/revision.go).
-	TemplateRevision int
 	// ManagementQPS and ManagementBurst bound capn's client of the
-	// management cluster; Workers is the provisioner's sync concurrency.
+	// management cluster.
 	ManagementQPS   float32
 	ManagementBurst int
-	Workers         int
-	// OrphanSweep deletes management namespaces whose owner is gone.
-	OrphanSweep bool
-	Sweep       controller.SweepConfig
 
 	Out, ErrOut io.Writer
 }
@@ -126,23 +110,21 @@ func NewOptions(out, errOut io.Writer) *Options {
 		Provisioner:             ProvisionerPods,
 		MaxKubeconfigExpiration: pki.MaxTenantKubeconfigTTL,
 		MaxJoinTokenTTL:         DefaultMaxJoinTokenTTL,
-		LeaderElect:             true,
-		LeaderElectNamespace:    "capn-system",
-		CertRenewalThreshold:    pki.DefaultRenewalThreshold,
-		UpgradeStepTimeout:      controller.DefaultUpgradeStepTimeout,
-		ActivityInterval:        controller.DefaultActivityInterval,
-		BackupDir:               "/var/lib/capn/backups",
-		FinalizerAdminGroups:    nestedcluster.DefaultFinalizerAdminGroups,
-		OrphanSweep:             true,
-		ManagementQPS:           DefaultManagementQPS,
-		ManagementBurst:         DefaultManagementBurst,
-		Workers:                 DefaultProvisionerWorkers,
-		TemplateRevision:        builders.LatestTemplateRevision,
-		DataPlane:               defaultDataPlaneOptions(),
-		Sweep: controller.SweepConfig{GracePeriod: controller.DefaultOrphanGracePeriod,
-			Period: controller.DefaultOrphanSweepPeriod, MaxDeletions: controller.DefaultOrphanMaxDeletions},
-		Out:    out,
-		ErrOut: errOut,
+		Settings: controller.Settings{
+			LeaderElect:          true,
+			LeaderElectNamespace: "capn-system",
+			CertRenewalThreshold: pki.DefaultRenewalThreshold,
+			Workers:              DefaultProvisionerWorkers,
+			TemplateRevision:     builders.LatestTemplateRevision,
+			OrphanSweep:          true,
+		}.Complete(),
+		BackupDir:            "/var/lib/capn/backups",
+		FinalizerAdminGroups: nestedcluster.DefaultFinalizerAdminGroups,
+		ManagementQPS:        DefaultManagementQPS,
+		ManagementBurst:      DefaultManagementBurst,
+		DataPlane:            defaultDataPlaneOptions(),
+		Out:                  out,
+		ErrOut:               errOut,
 	}
 	enableResourceQuota(o.Recommended)
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(

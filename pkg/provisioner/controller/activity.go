@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
@@ -22,6 +24,29 @@ const DefaultActivityInterval = time.Minute
 // activityConcurrency bounds the counter reads in flight; a cluster that
 // finds no slot is read on a later sync.
 const activityConcurrency = 4
+
+// activityMonitor reads the request counters of tenants that sleep after
+// inactivity, each read in a goroutine of its own, and enqueues a cluster
+// on the clusters loop once it is idle.
+type activityMonitor struct {
+	*env
+	tenantClient TenantClientFunc
+	queue        workqueue.TypedRateLimitingInterface[string]
+	mu           sync.Mutex
+	// activity maps a NestedCluster's UID to its use; activitySlots bounds
+	// the reads in flight, activityWG counts them.
+	activity       map[types.UID]*activity
+	activitySlots  chan struct{}
+	activityWG     sync.WaitGroup
+	tenantRequests func(ctx context.Context, server string, ca *pki.CA) (int64, error)
+}
+
+func newActivityMonitor(e *env, tenantClient TenantClientFunc, queue workqueue.TypedRateLimitingInterface[string]) *activityMonitor {
+	a := &activityMonitor{env: e, tenantClient: tenantClient, queue: queue,
+		activity: map[types.UID]*activity{}, activitySlots: make(chan struct{}, activityConcurrency)}
+	a.tenantRequests = a.tenantRequestsOf
+	return a
+}
 
 // activity is what capn knows of one tenant's use, in memory only: after a
 // restart of capn, a tenant counts as used at that moment, so a restart
@@ -41,8 +66,8 @@ type activity struct {
 // tenant bootstrap is done (so capn-syncer's FlowSchema is in place). It
 // starts a read of the tenant's counter when one is due, and sets
 // o.sleep.inactive once nothing moved it for spec.sleep.afterInactivity.
-func (c *Controller) observeActivity(ctx context.Context, nc, in *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) {
-	after := in.Spec.Sleep.AfterInactivity
+func (c *activityMonitor) observeActivity(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) {
+	after := nc.Spec.Sleep.AfterInactivity
 	if after == nil || o.sleep.asked {
 		c.forgetActivity(nc.UID)
 		return
@@ -57,13 +82,13 @@ func (c *Controller) observeActivity(ctx context.Context, nc, in *v1alpha1.Neste
 	// Idle as far as a read has shown: the use between the last read and
 	// now is unknown, so only a read can confirm a sleep.
 	confirmed := a.known && a.checkedAt.Sub(a.since) >= after.Duration
-	due := !a.running && (now.Sub(a.checkedAt) >= c.activityInterval || now.Sub(a.since) >= after.Duration)
+	due := !a.running && (now.Sub(a.checkedAt) >= c.cfg.ActivityInterval || now.Sub(a.since) >= after.Duration)
 	c.mu.Unlock()
 	if confirmed {
 		o.sleep.inactive = true
 		return
 	}
-	o.sleep.recheck = min(c.activityInterval, max(a.since.Add(after.Duration).Sub(now), time.Second))
+	o.sleep.recheck = min(c.cfg.ActivityInterval, max(a.since.Add(after.Duration).Sub(now), time.Second))
 	if !due {
 		return
 	}
@@ -82,13 +107,13 @@ func (c *Controller) observeActivity(ctx context.Context, nc, in *v1alpha1.Neste
 	c.mu.Unlock()
 	c.activityWG.Add(1)
 	go c.readActivity(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)), a, after.Duration,
-		provisioner.APIServerURL(in, p.Addresses()), clusterCA, nc.Namespace+"/"+nc.Name)
+		provisioner.APIServerURL(nc, p.Addresses()), clusterCA, nc.Namespace+"/"+nc.Name)
 }
 
 // readActivity reads the tenant's request counter once. A failed read
 // counts as use: capn cannot tell, and a sleep it cannot justify is worse
 // than one that comes late.
-func (c *Controller) readActivity(ctx context.Context, a *activity, after time.Duration, server string, ca *pki.CA, key string) {
+func (c *activityMonitor) readActivity(ctx context.Context, a *activity, after time.Duration, server string, ca *pki.CA, key string) {
 	defer c.activityWG.Done()
 	defer func() { <-c.activitySlots }()
 	ctx, cancel := context.WithTimeout(ctx, access.TenantRequestTimeout)
@@ -115,7 +140,7 @@ func (c *Controller) readActivity(ctx context.Context, a *activity, after time.D
 
 // tenantRequestsOf reads a tenant's request counter through a client
 // from c.tenantClient.
-func (c *Controller) tenantRequestsOf(ctx context.Context, server string, ca *pki.CA) (int64, error) {
+func (c *activityMonitor) tenantRequestsOf(ctx context.Context, server string, ca *pki.CA) (int64, error) {
 	tenant, err := c.tenantClient(server, ca, c.now())
 	if err != nil {
 		return 0, err
@@ -123,7 +148,7 @@ func (c *Controller) tenantRequestsOf(ctx context.Context, server string, ca *pk
 	return access.TenantRequests(ctx, tenant)
 }
 
-func (c *Controller) forgetActivity(uid types.UID) {
+func (c *activityMonitor) forgetActivity(uid types.UID) {
 	c.mu.Lock()
 	delete(c.activity, uid)
 	c.mu.Unlock()

@@ -13,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/backup"
 	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
+	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
 )
 
 const (
@@ -31,10 +33,36 @@ const (
 	backupAttempts = 3
 )
 
+// BackupController is the backups loop: it takes NestedClusterBackups from
+// their clusters' etcd and deletes a deleted backup's data.
+type BackupController struct {
+	*env
+	*etcdAccess
+	lister      listers.NestedClusterLister
+	backups     listers.NestedClusterBackupLister
+	backupQueue workqueue.TypedRateLimitingInterface[string]
+	store       backup.Store
+}
+
+// NewBackupController wires the backups loop to its informer; call Run to
+// start it.
+func NewBackupController(o Options, sh *Shared) (*BackupController, error) {
+	c := &BackupController{env: sh.env, etcdAccess: sh.etcd, lister: o.Informer.Lister(), store: o.BackupStore,
+		backupQueue: newQueue("capn-backups")}
+	if err := c.watchBackups(o.BackupInformer); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run takes backups once synced say the caches are, until ctx ends.
+func (c *BackupController) Run(ctx context.Context, synced ...cache.InformerSynced) {
+	runQueue(ctx, "capn-backups", c.backupQueue, c.backupWorker, synced)
+}
+
 // watchBackups queues every backup change.
-func (c *Controller) watchBackups(backups informers.NestedClusterBackupInformer) error {
+func (c *BackupController) watchBackups(backups informers.NestedClusterBackupInformer) error {
 	c.backups = backups.Lister()
-	c.synced = append(c.synced, backups.Informer().HasSynced)
 	enqueue := func(obj any) {
 		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
 			c.backupQueue.Add(key)
@@ -46,7 +74,7 @@ func (c *Controller) watchBackups(backups informers.NestedClusterBackupInformer)
 	return err
 }
 
-func (c *Controller) backupWorker(ctx context.Context) {
+func (c *BackupController) backupWorker(ctx context.Context) {
 	for {
 		key, quit := c.backupQueue.Get()
 		if quit {
@@ -69,7 +97,7 @@ func (c *Controller) backupWorker(ctx context.Context) {
 
 // syncBackup takes a Pending backup once, and deletes a deleted backup's
 // data before letting its object go.
-func (c *Controller) syncBackup(ctx context.Context, key string) (time.Duration, error) {
+func (c *BackupController) syncBackup(ctx context.Context, key string) (time.Duration, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return 0, err
@@ -103,7 +131,7 @@ func (c *Controller) syncBackup(ctx context.Context, key string) (time.Duration,
 // takeBackup returns the backup's new status, and when to look again if it
 // is still Pending. Messages are capn's own: a tenant reads them, and the
 // store's and etcd's errors (paths, addresses) go to the log.
-func (c *Controller) takeBackup(ctx context.Context, b *v1alpha1.NestedClusterBackup) (v1alpha1.NestedClusterBackupStatus, time.Duration) {
+func (c *BackupController) takeBackup(ctx context.Context, b *v1alpha1.NestedClusterBackup) (v1alpha1.NestedClusterBackupStatus, time.Duration) {
 	logger := klog.FromContext(ctx)
 	pending := func(msg string) (v1alpha1.NestedClusterBackupStatus, time.Duration) {
 		return v1alpha1.NestedClusterBackupStatus{Phase: v1alpha1.BackupPending, Message: msg}, backupWait
@@ -154,7 +182,7 @@ func (c *Controller) takeBackup(ctx context.Context, b *v1alpha1.NestedClusterBa
 
 // snapshot writes the cluster's keys to the store under key: visible
 // there only once whole.
-func (c *Controller) snapshot(ctx context.Context, nc *v1alpha1.NestedCluster, ns, key string) (backup.Summary, error) {
+func (c *BackupController) snapshot(ctx context.Context, nc *v1alpha1.NestedCluster, ns, key string) (backup.Summary, error) {
 	ctx, cancel := context.WithTimeout(ctx, backupTimeout)
 	defer cancel()
 	cli, prefix, err := c.tenantEtcd(ctx, nc, ns)
@@ -178,7 +206,7 @@ func (c *Controller) snapshot(ctx context.Context, nc *v1alpha1.NestedCluster, n
 }
 
 // finalizeBackup deletes the backup's data, then lets the object go.
-func (c *Controller) finalizeBackup(ctx context.Context, b *v1alpha1.NestedClusterBackup) error {
+func (c *BackupController) finalizeBackup(ctx context.Context, b *v1alpha1.NestedClusterBackup) error {
 	if !slices.Contains(b.Finalizers, v1alpha1.BackupFinalizer) {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
@@ -40,6 +42,29 @@ const TenantBootstrapAnnotation = "capn.dev/tenant-bootstrap"
 
 // BootstrapFieldManager owns TenantBootstrapAnnotation.
 const BootstrapFieldManager = "capn-tenant-bootstrap"
+
+// tenantAccess bootstraps each tenant's RBAC once its apiserver is
+// available, in goroutines of its own, and records it (etcdloss.go: an
+// etcd that lost its data restarts what cached it).
+type tenantAccess struct {
+	*env
+	tenantClient TenantClientFunc
+	queue        workqueue.TypedRateLimitingInterface[string]
+	mu           sync.Mutex
+	// bootstrapped maps a NestedCluster's UID to its bootstrap; the
+	// finalizer forgets it.
+	bootstrapped map[types.UID]*tenantBootstrap
+	// tenantSlots bounds the bootstraps in flight; tenantWG counts them;
+	// tenantWaiting holds the clusters that found no free slot.
+	tenantSlots   chan struct{}
+	tenantWaiting map[string]struct{}
+	tenantWG      sync.WaitGroup
+}
+
+func newTenantAccess(e *env, tenantClient TenantClientFunc, queue workqueue.TypedRateLimitingInterface[string]) *tenantAccess {
+	return &tenantAccess{env: e, tenantClient: tenantClient, queue: queue, bootstrapped: map[types.UID]*tenantBootstrap{},
+		tenantWaiting: map[string]struct{}{}, tenantSlots: make(chan struct{}, DefaultTenantConcurrency)}
+}
 
 // tenantBootstrap is what capn holds in memory about a bootstrap that is
 // not yet recorded: one running, one that failed (and its backoff), or one
@@ -114,11 +139,11 @@ func bootstrapKey(caCert []byte, etcdPods []string, revision string) string {
 }
 
 // etcdPodUIDs are the UIDs of the managed etcd's pods (cached).
-func (c *Controller) etcdPodUIDs(ctx context.Context, in *v1alpha1.NestedCluster, ns string) ([]string, error) {
-	if in.Spec.Etcd.Managed == nil {
+func (c *tenantAccess) etcdPodUIDs(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) ([]string, error) {
+	if nc.Spec.Etcd.Managed == nil {
 		return nil, nil
 	}
-	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(in, v1alpha1.ComponentEtcd)))
+	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(nc, v1alpha1.ComponentEtcd)))
 	if err != nil {
 		return nil, fmt.Errorf("listing etcd pods in %s: %w", ns, err)
 	}
@@ -143,12 +168,12 @@ func (c *Controller) etcdPodUIDs(ctx context.Context, in *v1alpha1.NestedCluster
 // and from then on the record answers, with no request to the tenant and
 // no memory, across capn restarts too. ca is the cluster CA Secret's data
 // as ensurePKI left it.
-func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) error {
-	etcdPods, err := c.etcdPodUIDs(ctx, in, p.Namespace)
+func (c *tenantAccess) ensureTenantAccess(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, ca map[string][]byte, o *observation) error {
+	etcdPods, err := c.etcdPodUIDs(ctx, nc, p.Namespace)
 	if err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
-	if restarted, err := c.restartAfterEtcdLoss(ctx, nc, in, p.Namespace, etcdPods); err != nil {
+	if restarted, err := c.restartAfterEtcdLoss(ctx, nc, p.Namespace, etcdPods); err != nil {
 		return failed(v1alpha1.ReasonApplyFailed, err)
 	} else if restarted {
 		return nil // bootstrap against the new apiserver, once it is available
@@ -224,13 +249,13 @@ func (c *Controller) ensureTenantAccess(ctx context.Context, nc *v1alpha1.Nested
 	rec.running = true
 	c.tenantWG.Add(1)
 	go c.bootstrapTenant(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)), rec,
-		provisioner.APIServerURL(in, p.Addresses()), clusterCA, key)
+		provisioner.APIServerURL(nc, p.Addresses()), clusterCA, key)
 	return last(notReadyRequeue)
 }
 
 // recordBootstrap writes TenantBootstrapAnnotation on the management
 // namespace as BootstrapFieldManager: a namespace apply with only that.
-func (c *Controller) recordBootstrap(ctx context.Context, namespace, caID string, etcdPods []string) error {
+func (c *tenantAccess) recordBootstrap(ctx context.Context, namespace, caID string, etcdPods []string) error {
 	annotations := map[string]string{TenantBootstrapAnnotation: caID}
 	if len(etcdPods) > 0 {
 		annotations[TenantEtcdPodsAnnotation] = joinSorted(etcdPods)
@@ -245,14 +270,14 @@ func (c *Controller) recordBootstrap(ctx context.Context, namespace, caID string
 	return nil
 }
 
-func (c *Controller) forgetBootstrap(uid types.UID) {
+func (c *tenantAccess) forgetBootstrap(uid types.UID) {
 	c.mu.Lock()
 	delete(c.bootstrapped, uid)
 	c.mu.Unlock()
 }
 
 // bootstrapTenant runs one bootstrap and records its outcome in rec.
-func (c *Controller) bootstrapTenant(ctx context.Context, rec *tenantBootstrap, server string, ca *pki.CA, key string) {
+func (c *tenantAccess) bootstrapTenant(ctx context.Context, rec *tenantBootstrap, server string, ca *pki.CA, key string) {
 	defer c.tenantWG.Done()
 	ctx, cancel := context.WithTimeout(ctx, tenantBootstrapTimeout)
 	defer cancel()

@@ -53,7 +53,7 @@ func TestTenantBootstrapGatesReady(t *testing.T) {
 
 	// A restarted capn has no memory, but the record on the management
 	// namespace answers: no dial, no Event.
-	f.c.bootstrapped = map[types.UID]*tenantBootstrap{}
+	f.c.tenants.bootstrapped = map[types.UID]*tenantBootstrap{}
 	f.events()
 	f.syncTenant()
 	assert.Len(t, f.tenantServers, 1, "a restarted capn dialled the tenant again despite the record")
@@ -160,7 +160,7 @@ func TestTenantBootstrapDoesNotBlockSync(t *testing.T) {
 	assert.Len(t, f.tenantServers, 1, "one bootstrap in flight per cluster, not one per sync")
 	f.serversMu.Unlock()
 	close(release)
-	f.c.tenantWG.Wait()
+	f.c.tenants.tenantWG.Wait()
 	f.syncTenant()
 	assert.True(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReady), "%+v", f.nc.Status.Conditions)
 }
@@ -185,7 +185,7 @@ func TestTenantBootstrapBacksOff(t *testing.T) {
 		assert.Equal(t, tenantRetry(2), after, "the requeue is the backoff's end")
 		f.refresh()
 		assert.False(t, meta.IsStatusConditionTrue(f.nc.Status.Conditions, v1alpha1.ConditionReconciled), "the last failure is still reported")
-		f.c.tenantWG.Wait()
+		f.c.tenants.tenantWG.Wait()
 	}
 	assert.Equal(t, 2, dials(), "the tenant was dialled again within its backoff")
 	warnings := 0
@@ -199,7 +199,7 @@ func TestTenantBootstrapBacksOff(t *testing.T) {
 	now = now.Add(tenantRetry(2))
 	f.c.now = func() time.Time { return now }
 	_, _ = f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
-	f.c.tenantWG.Wait()
+	f.c.tenants.tenantWG.Wait()
 	assert.Equal(t, 3, dials(), "no new attempt once the backoff passed")
 	assert.Equal(t, 500*time.Millisecond, tenantRetry(2))
 	assert.Equal(t, maxTenantRetry, tenantRetry(100))
@@ -250,7 +250,7 @@ func (f *fixture) failTenantTwice() time.Time {
 	f.sync()
 	f.markReady()
 	f.sync()
-	f.c.tenantWG.Wait()
+	f.c.tenants.tenantWG.Wait()
 	after := f.sync()
 	assert.Positive(f.t, after, "no requeue after the first failure")
 	tb := meta.FindStatusCondition(f.nc.Status.Conditions, v1alpha1.ConditionTenantBootstrapped)
@@ -260,7 +260,7 @@ func (f *fixture) failTenantTwice() time.Time {
 	now := testNow.Add(tenantRetry(1))
 	f.c.now = func() time.Time { return now }
 	f.sync()
-	f.c.tenantWG.Wait()
+	f.c.tenants.tenantWG.Wait()
 	return now
 }
 

@@ -6,11 +6,7 @@ import (
 	"reflect"
 	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -79,29 +75,23 @@ type ManagementCaches struct {
 // objects (ManagedSelector) and not yet started.
 func NewCachedManagement(c kubernetes.Interface, f kubeinformers.SharedInformerFactory) (Management, ManagementCaches, error) {
 	m := &cachedManagement{live: kubeManagement{c}, indexers: map[reflect.Type]typedCache{}, written: map[string]map[cacheKey]builders.Object{}}
-	core, apps := f.Core().V1(), f.Apps().V1()
-	pods := core.Pods().Informer()
-	caches := ManagementCaches{Namespaces: core.Namespaces().Informer()}
-	for _, e := range []struct {
-		proto    builders.Object
+	pods := f.Core().V1().Pods().Informer()
+	caches := ManagementCaches{Namespaces: f.Core().V1().Namespaces().Informer()}
+	type entry struct {
+		typ      reflect.Type
 		informer cache.SharedIndexInformer
 		resource schema.GroupResource
-	}{
-		{&corev1.Namespace{}, core.Namespaces().Informer(), corev1.Resource("namespaces")},
-		{&corev1.Service{}, core.Services().Informer(), corev1.Resource("services")},
-		{&corev1.ConfigMap{}, core.ConfigMaps().Informer(), corev1.Resource("configmaps")},
-		{&corev1.Secret{}, core.Secrets().Informer(), corev1.Resource("secrets")},
-		{&corev1.Pod{}, pods, corev1.Resource("pods")},
-		{&corev1.LimitRange{}, core.LimitRanges().Informer(), corev1.Resource("limitranges")},
-		{&corev1.ResourceQuota{}, core.ResourceQuotas().Informer(), corev1.Resource("resourcequotas")},
-		{&appsv1.Deployment{}, apps.Deployments().Informer(), appsv1.Resource("deployments")},
-		{&appsv1.StatefulSet{}, apps.StatefulSets().Informer(), appsv1.Resource("statefulsets")},
-		{&policyv1.PodDisruptionBudget{}, f.Policy().V1().PodDisruptionBudgets().Informer(), policyv1.Resource("poddisruptionbudgets")},
-		{&networkingv1.NetworkPolicy{}, f.Networking().V1().NetworkPolicies().Informer(), networkingv1.Resource("networkpolicies")},
-		{&corev1.ServiceAccount{}, core.ServiceAccounts().Informer(), corev1.Resource("serviceaccounts")},
-		{&rbacv1.RoleBinding{}, f.Rbac().V1().RoleBindings().Informer(), rbacv1.Resource("rolebindings")},
-		{&rbacv1.ClusterRoleBinding{}, f.Rbac().V1().ClusterRoleBindings().Informer(), rbacv1.Resource("clusterrolebindings")},
-	} {
+	}
+	// Pods are read, never written: cached, but not a managed kind.
+	entries := []entry{{reflect.TypeFor[*corev1.Pod](), pods, corev1.Resource("pods")}}
+	for _, k := range managedKinds {
+		gi, err := f.ForResource(k.gvr)
+		if err != nil {
+			return nil, ManagementCaches{}, fmt.Errorf("caching %s: %w", k.gvr.Resource, err)
+		}
+		entries = append(entries, entry{k.typ, gi.Informer(), k.gvr.GroupResource()})
+	}
+	for _, e := range entries {
 		transform := slimOwned
 		if e.informer == pods {
 			transform = slimPod
@@ -113,7 +103,7 @@ func NewCachedManagement(c kubernetes.Interface, f kubeinformers.SharedInformerF
 		if e.informer != pods && e.informer != caches.Namespaces {
 			caches.Watched = append(caches.Watched, e.informer)
 		}
-		t := reflect.TypeOf(e.proto)
+		t := e.typ
 		m.indexers[t] = typedCache{indexer: e.informer.GetIndexer(), resource: e.resource}
 		// A deleted object's last write is no longer news.
 		if _, err := e.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,30 +32,23 @@ import (
 // that is ready before its RBAC bootstrap succeeds changes nothing we watch.
 const notReadyRequeue = 30 * time.Second
 
-// Options are the controller's collaborators.
+// Options are the loops' collaborators; Settings travel with them as is.
 type Options struct {
+	// Settings, completed (Settings.Complete).
+	Settings Settings
 	// Capn reads and writes NestedClusters (finalizer, status).
 	Capn       versioned.Interface
 	Informer   informers.NestedClusterInformer
 	Management Management
 	// Recorder records Events on the NestedCluster.
 	Recorder record.EventRecorder
-	// RenewalThreshold is passed to pki.Reconcile.
-	RenewalThreshold time.Duration
 	// Now is the clock for certificates; nil means time.Now.
 	Now func() time.Time
 	// TenantClient reaches a tenant apiserver for its RBAC bootstrap; nil
 	// means access.BootstrapClient.
 	TenantClient TenantClientFunc
-	// UpgradeStepTimeout is how long one component may take to roll out
-	// during an upgrade before it halts as Degraded; 0 means
-	// DefaultUpgradeStepTimeout.
-	UpgradeStepTimeout time.Duration
 	// Placement schedules every control-plane pod (provider-owned).
 	Placement builders.Placement
-	// TemplateRevision is the template revision new workloads get
-	// (builders.Params.TemplateRevision); 0 means the latest.
-	TemplateRevision int
 	// Health, if set, is told of cache sync and of every finished sync.
 	Health *Health
 	// DataPlane is the provider's side of Shared data planes.
@@ -69,104 +61,98 @@ type Options struct {
 	BackupInformer informers.NestedClusterBackupInformer
 	// BackupStore keeps the backups' data; nil fails every backup.
 	BackupStore backup.Store
-	// CapnNamespace is where capn-apiserver runs (builders.Params).
-	CapnNamespace string
-	// ActivityInterval is how often a tenant with spec.sleep.
-	// afterInactivity is checked for requests; 0 means
-	// DefaultActivityInterval.
-	ActivityInterval time.Duration
 }
 
-// Controller reconciles NestedClusters into management-cluster objects.
-type Controller struct {
-	capn      versioned.Interface
-	lister    listers.NestedClusterLister
-	synced    []cache.InformerSynced
-	mgmt      Management
-	recorder  record.EventRecorder
-	threshold time.Duration
-	now       func() time.Time
-	queue     workqueue.TypedRateLimitingInterface[string]
-
+// Shared is what more than one loop uses, built once by NewShared and
+// handed to each loop's constructor. Nothing in it is owned by a loop.
+type Shared struct {
+	env *env
+	// clusters is the clusters loop's queue: the pools loop, the tenant
+	// bootstraps and the activity reads enqueue clusters there.
+	clusters workqueue.TypedRateLimitingInterface[string]
+	etcd     *etcdAccess
+	activity *activityMonitor
+	// tenantClient reaches tenant apiservers (bootstraps, activity reads).
 	tenantClient TenantClientFunc
-	mu           sync.Mutex
-	// bootstrapped maps a NestedCluster's UID to its tenant bootstrap
-	// (ensureTenantAccess); finalize forgets it.
-	bootstrapped map[types.UID]*tenantBootstrap
-	// tenantSlots bounds the bootstraps in flight; tenantWG counts them;
-	// tenantWaiting holds the clusters that found no free slot.
-	tenantSlots   chan struct{}
-	tenantWaiting map[string]struct{}
-	tenantWG      sync.WaitGroup
-	// stepTimeout: see Options.UpgradeStepTimeout (upgrade.go).
-	stepTimeout time.Duration
+}
+
+// NewShared builds the clients, the clusters queue, the etcd access and the
+// activity monitor the loops share.
+func NewShared(o Options) *Shared {
+	registerMetrics()
+	e := &env{capn: o.Capn, mgmt: countWrites{o.Management}, recorder: o.Recorder, now: o.Now, cfg: o.Settings}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	tenantClient := o.TenantClient
+	if tenantClient == nil {
+		tenantClient = access.BootstrapClient
+	}
+	queue := newQueue("capn-provisioner")
+	etcd := &etcdAccess{env: e}
+	if o.PoolInformer != nil {
+		etcd.pools = o.PoolInformer.Lister()
+	}
+	return &Shared{env: e, clusters: queue, etcd: etcd, activity: newActivityMonitor(e, tenantClient, queue), tenantClient: tenantClient}
+}
+
+// ClusterController is the clusters loop: it reconciles NestedClusters
+// into management-cluster objects, one operation type per step.
+type ClusterController struct {
+	*env
+	lister listers.NestedClusterLister
+	synced []cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
+	health *Health
 	// namespaces indexes capn's management namespaces (WatchManagement).
 	namespaces cache.Indexer
-	placement  builders.Placement
-	// templateRevision: see Options.TemplateRevision.
-	templateRevision int
-	health           *Health
-	dataPlane        builders.DataPlane
-	// activity maps a NestedCluster's UID to its use (activity.go);
-	// activitySlots bounds the reads in flight, activityWG counts them.
-	activity         map[types.UID]*activity
-	tenantRequests   func(ctx context.Context, server string, ca *pki.CA) (int64, error)
-	activityInterval time.Duration
-	activitySlots    chan struct{}
-	activityWG       sync.WaitGroup
-	// pools lists NestedEtcdPools (nil: none served); poolGrants maps a
-	// pooled cluster's UID to the pool credentials it was granted with
-	// (etcdpool.go); poolQueue drives the pools' own status (pools.go).
-	pools      listers.NestedEtcdPoolLister
-	poolGrants map[types.UID]string
-	poolQueue  workqueue.TypedRateLimitingInterface[string]
-	// backups lists NestedClusterBackups (nil: none served); backupQueue
-	// takes and finalizes them (backups.go); store keeps their data.
-	backups     listers.NestedClusterBackupLister
-	backupQueue workqueue.TypedRateLimitingInterface[string]
-	store       backup.Store
-	// capnNamespace: see Options.CapnNamespace.
-	capnNamespace string
+
+	workloads   *workloads
+	credentials *credentials
+	pools       *poolMembership
+	upgrades    *upgrader
+	tenants     *tenantAccess
+	activity    *activityMonitor
+	sleeper     *sleeper
+	restorer    *restorer
+	finalizer   *finalizer
 }
 
-// New wires the controller to its informer; call Run to start it.
-func New(o Options) (*Controller, error) {
-	registerMetrics()
-	c := &Controller{
-		capn:      o.Capn,
-		lister:    o.Informer.Lister(),
-		synced:    []cache.InformerSynced{o.Informer.Informer().HasSynced},
-		mgmt:      countWrites{o.Management},
-		recorder:  o.Recorder,
-		threshold: o.RenewalThreshold,
-		now:       o.Now,
+// newClusterSteps wires the sync's operation types to one another.
+func newClusterSteps(sh *Shared, lister listers.NestedClusterLister,
+	placement builders.Placement, dataPlane builders.DataPlane, backups listers.NestedClusterBackupLister, store backup.Store) *ClusterController {
+	e := sh.env
+	c := &ClusterController{
+		env: e, lister: lister, queue: sh.clusters,
+		workloads:   &workloads{env: e, placement: placement, dataPlane: dataPlane},
+		credentials: &credentials{env: e},
+		pools:       &poolMembership{env: e, etcdAccess: sh.etcd, poolGrants: map[types.UID]string{}},
+		upgrades:    &upgrader{env: e},
+		tenants:     newTenantAccess(e, sh.tenantClient, sh.clusters),
+		activity:    sh.activity,
+		sleeper:     &sleeper{env: e},
+		restorer:    &restorer{env: e, etcdAccess: sh.etcd, backups: backups, store: store},
+	}
+	c.finalizer = &finalizer{env: e, pools: c.pools, tenants: c.tenants, activity: c.activity}
+	return c
+}
 
-		tenantClient:  o.TenantClient,
-		bootstrapped:  map[types.UID]*tenantBootstrap{},
-		tenantWaiting: map[string]struct{}{},
-		tenantSlots:   make(chan struct{}, DefaultTenantConcurrency),
-		activity:      map[types.UID]*activity{},
-		activitySlots: make(chan struct{}, activityConcurrency),
-		poolGrants:    map[types.UID]string{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-provisioner"}),
+// NewClusterController wires the clusters loop to its informer; call Run
+// to start it.
+func NewClusterController(o Options, sh *Shared) (*ClusterController, error) {
+	var backups listers.NestedClusterBackupLister
+	if o.BackupInformer != nil {
+		backups = o.BackupInformer.Lister()
 	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	if c.tenantClient == nil {
-		c.tenantClient = access.BootstrapClient
-	}
-	c.stepTimeout = o.UpgradeStepTimeout
-	c.placement = o.Placement
-	c.templateRevision = o.TemplateRevision
+	c := newClusterSteps(sh, o.Informer.Lister(), o.Placement, o.DataPlane, backups, o.BackupStore)
 	c.health = o.Health
-	c.dataPlane = o.DataPlane
-	c.tenantRequests = c.tenantRequestsOf
-	c.activityInterval = o.ActivityInterval
-	if c.activityInterval <= 0 {
-		c.activityInterval = DefaultActivityInterval
+	c.synced = []cache.InformerSynced{o.Informer.Informer().HasSynced}
+	// A sync reads pools and backups too.
+	if o.PoolInformer != nil {
+		c.synced = append(c.synced, o.PoolInformer.Informer().HasSynced)
+	}
+	if o.BackupInformer != nil {
+		c.synced = append(c.synced, o.BackupInformer.Informer().HasSynced)
 	}
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -185,29 +171,15 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adding event handler: %w", err)
 	}
-	if o.PoolInformer != nil {
-		c.poolQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-pools"})
-		if err := c.watchPools(o.PoolInformer, o.Informer.Informer()); err != nil {
-			return nil, err
-		}
-	}
-	c.store = o.BackupStore
-	c.capnNamespace = o.CapnNamespace
-	if o.BackupInformer != nil {
-		c.backupQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "capn-backups"})
-		if err := c.watchBackups(o.BackupInformer); err != nil {
-			return nil, err
-		}
-	}
 	return c, nil
 }
 
-// Run processes the queue with workers goroutines until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
+// Synced are the HasSynced of every cache a sync reads; the other loops
+// wait for them too, as they read the same caches.
+func (c *ClusterController) Synced() []cache.InformerSynced { return c.synced }
+
+// Run processes the clusters queue with workers goroutines until ctx ends.
+func (c *ClusterController) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx)
@@ -222,23 +194,15 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	for range workers {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
-	if c.poolQueue != nil {
-		defer c.poolQueue.ShutDown()
-		go wait.UntilWithContext(ctx, c.poolWorker, time.Second)
-	}
-	if c.backupQueue != nil {
-		defer c.backupQueue.ShutDown()
-		go wait.UntilWithContext(ctx, c.backupWorker, time.Second)
-	}
 	<-ctx.Done()
 }
 
-func (c *Controller) worker(ctx context.Context) {
+func (c *ClusterController) worker(ctx context.Context) {
 	for c.next(ctx) {
 	}
 }
 
-func (c *Controller) next(ctx context.Context) bool {
+func (c *ClusterController) next(ctx context.Context) bool {
 	key, quit := c.queue.Get()
 	if quit {
 		return false
@@ -266,7 +230,7 @@ func (c *Controller) next(ctx context.Context) bool {
 
 // sync drives one NestedCluster one step closer to its spec. It returns a
 // delay after which to look again even without an event.
-func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+func (c *ClusterController) sync(ctx context.Context, key string) (time.Duration, error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return 0, err
@@ -282,9 +246,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("nestedcluster", key))
 
 	if nc.DeletionTimestamp != nil {
-		return c.finalize(ctx, nc)
+		return c.finalizer.finalize(ctx, nc)
 	}
-	if nc, err = c.ensureFinalizer(ctx, nc); err != nil {
+	if nc, err = c.finalizer.ensureFinalizer(ctx, nc); err != nil {
 		return 0, err
 	}
 	// Paused is checked after the finalizer (deletion must still clean up)
@@ -292,9 +256,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if nc.Spec.Paused {
 		return 0, c.pause(ctx, nc)
 	}
-	in := nc // served objects arrive defaulted (the API server defaults on decode, also from storage)
 	o := &observation{}
-	stepErr := c.reconcile(ctx, nc, in, o)
+	stepErr := c.reconcile(ctx, nc, o)
 	st, ready := deriveStatus(nc, o, stepErr)
 	_, werr := c.writeStatus(ctx, nc, st)
 	if werr == nil {
@@ -321,75 +284,76 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // reconcile runs the sync's steps in order and stops at the first that
 // fails, returning it as a *stepError. It fills o as it goes; deriveStatus
 // turns o and the error into status.
-func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, o *observation) error {
-	ns, err := c.ensureNamespace(ctx, nc, in)
+func (c *ClusterController) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, o *observation) error {
+	p, err := c.workloads.ensureNamespace(ctx, nc)
 	if err != nil {
 		return failed(v1alpha1.ReasonNamespaceFailed, err)
 	}
 	// The one read of the workloads this sync makes (observation).
-	if err := c.observeWorkloads(ctx, in, ns, o); err != nil {
+	if err := c.workloads.observeWorkloads(ctx, nc, p, o); err != nil {
 		return failed(v1alpha1.ReasonObserveFailed, err)
 	}
-	o.sleep = decideSleep(in, o, c.now())
-	o.restore = planRestore(in)
+	o.sleep = decideSleep(nc, o, c.now())
+	o.restore = planRestore(nc)
 	if o.sleep.asked || o.sleep.woke != "" {
 		// Asleep nobody uses it; awake again, its idle time starts over.
-		c.forgetActivity(nc.UID)
+		c.activity.forgetActivity(nc.UID)
 	}
 	// Before the Services: every render of a pooled cluster needs its pool.
-	pool, poolHash, err := c.ensureEtcdPool(ctx, nc, in, ns)
+	pool, poolHash, err := c.pools.ensureEtcdPool(ctx, nc, p)
 	if err != nil {
 		return failed(v1alpha1.ReasonEtcdPoolFailed, err)
 	}
-	params, err := c.ensureServices(ctx, nc, in, ns, pool)
+	p.EtcdPool = pool
+	p, err = c.workloads.ensureServices(ctx, nc, p)
 	if err != nil {
 		return failed(v1alpha1.ReasonServicesFailed, err)
 	}
-	params.Asleep = o.sleep.asleep
-	o.endpoint = provisioner.APIServerEndpoint(in, params.Addresses())
-	certs, err := c.ensurePKI(ctx, nc, in, params)
+	p.Asleep = o.sleep.asleep
+	o.endpoint = provisioner.APIServerEndpoint(nc, p.Addresses())
+	certs, err := c.credentials.ensurePKI(ctx, nc, p)
 	if err != nil {
 		return failed(v1alpha1.ReasonPKIFailed, err)
 	}
-	params.CertsHash = pki.CertsHash(certs)
-	external, err := c.ensureExternalEtcd(ctx, nc, in, ns)
+	p.CertsHash = pki.CertsHash(certs)
+	external, err := c.credentials.ensureExternalEtcd(ctx, nc, p)
 	if err != nil {
 		return failed(v1alpha1.ReasonExternalEtcdFailed, err)
 	}
 	if external != "" {
-		params.CertsHash += "-" + external[:16]
+		p.CertsHash += "-" + external[:16]
 	}
 	if poolHash != "" {
-		params.CertsHash += "-" + poolHash
+		p.CertsHash += "-" + poolHash
 	}
 	// Keep the etcd that runs: a capn upgrade must not roll it (see Params).
-	params.EtcdImage = o.etcdImage()
+	p.EtcdImage = o.etcdImage()
 	// An ordered upgrade holds some kube-* components back (upgrade.go).
-	if o.upgrade, err = c.planUpgrade(ctx, nc, in, ns, o); err != nil {
+	if o.upgrade, err = c.upgrades.planUpgrade(ctx, nc, p, o); err != nil {
 		return failed(v1alpha1.ReasonUpgradePlanFailed, err)
 	}
-	params.Versions = o.upgrade.versions
-	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
-		if err := c.checkWorkloadNamespace(ctx, in); err != nil {
+	p.Versions = o.upgrade.versions
+	if nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+		if err := c.workloads.checkWorkloadNamespace(ctx, nc); err != nil {
 			return failed(v1alpha1.ReasonNamespaceFailed, err)
 		}
 	}
-	params.Restoring = o.restore.pending
-	if err := c.ensureWorkloads(ctx, nc, in, params, o); err != nil {
+	p.Restoring = o.restore.pending
+	if err := c.workloads.ensureWorkloads(ctx, nc, p, o); err != nil {
 		return failed(v1alpha1.ReasonApplyFailed, err)
 	}
 	if o.restore.pending {
-		if err := c.ensureRestore(ctx, in, ns, o); err != nil {
+		if err := c.restorer.ensureRestore(ctx, nc, p, o); err != nil {
 			return failed(v1alpha1.ReasonRestoreFailed, err)
 		}
 		return nil // the components start once Restored is recorded
 	}
-	comps := o.components(in)
+	comps := o.components(nc)
 	if o.sleep.asleep {
-		if o.sleep.lingering, err = c.lingeringPods(ctx, in, ns); err != nil {
+		if o.sleep.lingering, err = c.sleeper.lingeringPods(ctx, nc, p); err != nil {
 			return failed(v1alpha1.ReasonObserveFailed, err)
 		}
-		if o.sleep.hostPods, err = c.stopHostPods(ctx, in, comps); err != nil {
+		if o.sleep.hostPods, err = c.sleeper.stopHostPods(ctx, nc, comps); err != nil {
 			return failed(v1alpha1.ReasonApplyFailed, err)
 		}
 		return nil // no apiserver to bootstrap
@@ -397,7 +361,7 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	// Pods are listed only while a component is not rolled out: that is
 	// when an image can be missing (create, scale, upgrade).
 	if !rolledOut(comps) {
-		images, err := c.imagesCondition(ctx, in, ns)
+		images, err := c.workloads.imagesCondition(ctx, nc, p)
 		if err != nil {
 			return failed(v1alpha1.ReasonObserveFailed, err)
 		}
@@ -406,11 +370,11 @@ func (c *Controller) reconcile(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	if !comps[v1alpha1.ComponentAPIServer].available {
 		return nil // nothing to bootstrap against yet
 	}
-	if err := c.ensureTenantAccess(ctx, nc, in, params, certs[provisioner.SecretCA], o); err != nil {
+	if err := c.tenants.ensureTenantAccess(ctx, nc, p, certs[provisioner.SecretCA], o); err != nil {
 		return err
 	}
 	if o.tenant.done {
-		c.observeActivity(ctx, nc, in, params, certs[provisioner.SecretCA], o)
+		c.activity.observeActivity(ctx, nc, p, certs[provisioner.SecretCA], o)
 	}
 	return nil
 }
@@ -437,7 +401,7 @@ func failed(reason string, err error) error { return &stepError{reason: reason, 
 // come after the write so that no Event tells of a state status does not
 // show. Events about management writes (Applied, CertificatesIssued...)
 // are recorded where the write happens: it happened, whatever status says.
-func (c *Controller) recordStatusEvents(ctx context.Context, nc *v1alpha1.NestedCluster, o *observation, stepErr error) {
+func (c *env) recordStatusEvents(ctx context.Context, nc *v1alpha1.NestedCluster, o *observation, stepErr error) {
 	if o.upgrade != nil {
 		for _, e := range o.upgrade.events {
 			c.recorder.Event(nc, e.typ, e.reason, e.message)

@@ -18,15 +18,15 @@ import (
 // exists without nc's UID: its name carries the UID, which a tenant that
 // may create namespaces can read and race capn to; applying would adopt a
 // namespace (and the RoleBindings) someone else made. Never adopted.
-func (c *Controller) checkWorkloadNamespace(ctx context.Context, in *v1alpha1.NestedCluster) error {
-	name := provisioner.WorkloadNamespace(in)
+func (c *workloads) checkWorkloadNamespace(ctx context.Context, nc *v1alpha1.NestedCluster) error {
+	name := provisioner.WorkloadNamespace(nc)
 	live, err := c.mgmt.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("getting workload namespace %s: %w", name, err)
-	case !provisioner.OwnedBy(live.GetLabels(), in):
+	case !provisioner.OwnedBy(live.GetLabels(), nc):
 		return fmt.Errorf("workload namespace %s: %w", name, provisioner.ErrNotOwned)
 	case live.GetDeletionTimestamp() != nil:
 		return fmt.Errorf("workload namespace %s is terminating", name)
@@ -39,7 +39,7 @@ func (c *Controller) checkWorkloadNamespace(ctx context.Context, in *v1alpha1.Ne
 // carries nc's UID, and reports whether the namespace is gone. It runs for
 // every mode: a cluster's mode cannot change, but this costs two lookups
 // once, at deletion.
-func (c *Controller) deleteDataPlane(ctx context.Context, nc *v1alpha1.NestedCluster) (bool, error) {
+func (c *finalizer) deleteDataPlane(ctx context.Context, nc *v1alpha1.NestedCluster) (bool, error) {
 	if err := c.deleteSyncerBinding(ctx, nc); err != nil {
 		return false, err
 	}
@@ -68,7 +68,7 @@ func (c *Controller) deleteDataPlane(ctx context.Context, nc *v1alpha1.NestedClu
 // deleteSyncerBinding deletes the syncer's ClusterRoleBinding of the
 // cluster with nc's UID (the only field it reads), if it carries that UID:
 // it is cluster-scoped, so deleting the cluster's namespaces leaves it.
-func (c *Controller) deleteSyncerBinding(ctx context.Context, nc *v1alpha1.NestedCluster) error {
+func (c *finalizer) deleteSyncerBinding(ctx context.Context, nc *v1alpha1.NestedCluster) error {
 	crb := &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: provisioner.SyncerClusterRoleBinding(nc)}}
 	live, err := c.mgmt.Get(ctx, crb)

@@ -5,17 +5,6 @@ import (
 	"fmt"
 	"reflect"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
-	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-
 	"capn.dev/capn/pkg/provisioner/builders"
 )
 
@@ -25,40 +14,11 @@ import (
 // hands and is missing, so comparing this with the desired object finds
 // drift in what capn owns and ignores fields others own.
 func ownedFields(live builders.Object) (any, error) {
-	var (
-		ac  any
-		err error
-	)
-	switch t := live.(type) {
-	case *corev1.Namespace:
-		ac, err = corev1ac.ExtractNamespace(t, FieldManager)
-	case *corev1.Service:
-		ac, err = corev1ac.ExtractService(t, FieldManager)
-	case *corev1.ConfigMap:
-		ac, err = corev1ac.ExtractConfigMap(t, FieldManager)
-	case *corev1.Secret:
-		ac, err = corev1ac.ExtractSecret(t, FieldManager)
-	case *corev1.LimitRange:
-		ac, err = corev1ac.ExtractLimitRange(t, FieldManager)
-	case *corev1.ResourceQuota:
-		ac, err = corev1ac.ExtractResourceQuota(t, FieldManager)
-	case *appsv1.Deployment:
-		ac, err = appsv1ac.ExtractDeployment(t, FieldManager)
-	case *appsv1.StatefulSet:
-		ac, err = appsv1ac.ExtractStatefulSet(t, FieldManager)
-	case *policyv1.PodDisruptionBudget:
-		ac, err = policyv1ac.ExtractPodDisruptionBudget(t, FieldManager)
-	case *networkingv1.NetworkPolicy:
-		ac, err = networkingv1ac.ExtractNetworkPolicy(t, FieldManager)
-	case *corev1.ServiceAccount:
-		ac, err = corev1ac.ExtractServiceAccount(t, FieldManager)
-	case *rbacv1.RoleBinding:
-		ac, err = rbacv1ac.ExtractRoleBinding(t, FieldManager)
-	case *rbacv1.ClusterRoleBinding:
-		ac, err = rbacv1ac.ExtractClusterRoleBinding(t, FieldManager)
-	default:
-		return nil, fmt.Errorf("extracting owned fields: unsupported object type %T", live)
+	k, err := managedKindOf(live)
+	if err != nil {
+		return nil, fmt.Errorf("extracting owned fields: %w", err)
 	}
+	ac, err := k.owned(live)
 	if err != nil {
 		return nil, fmt.Errorf("extracting %s's fields from %s %s: %w", FieldManager, kindOf(live), live.GetName(), err)
 	}

@@ -25,8 +25,8 @@ const TenantEtcdPodsAnnotation = "capn.dev/tenant-etcd-pods"
 // losesDataWithPod: a one-member managed etcd on EmptyDir or Memory starts
 // empty in every new pod. (Three members rejoin from their peers; a
 // PersistentVolumeClaim keeps the data.)
-func losesDataWithPod(in *v1alpha1.NestedCluster) bool {
-	m := in.Spec.Etcd.Managed
+func losesDataWithPod(nc *v1alpha1.NestedCluster) bool {
+	m := nc.Spec.Etcd.Managed
 	return m != nil && m.Storage.Type != v1alpha1.EtcdStoragePersistentVolumeClaim && (m.Replicas == nil || *m.Replicas == 1)
 }
 
@@ -42,8 +42,8 @@ func losesDataWithPod(in *v1alpha1.NestedCluster) bool {
 // ones, whose apiserver hooks write the objects again.
 // A new cluster has no record yet, and a restarted apiserver is younger
 // than its etcd: neither is touched, so this runs once per loss.
-func (c *Controller) restartAfterEtcdLoss(ctx context.Context, nc, in *v1alpha1.NestedCluster, ns string, etcdPods []string) (bool, error) {
-	if !losesDataWithPod(in) || len(etcdPods) == 0 {
+func (c *tenantAccess) restartAfterEtcdLoss(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, etcdPods []string) (bool, error) {
+	if !losesDataWithPod(nc) || len(etcdPods) == 0 {
 		return false, nil
 	}
 	live, err := c.mgmt.Get(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -54,7 +54,7 @@ func (c *Controller) restartAfterEtcdLoss(ctx context.Context, nc, in *v1alpha1.
 	if !ok || recorded == joinSorted(etcdPods) {
 		return false, nil
 	}
-	etcd, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(in, v1alpha1.ComponentEtcd)))
+	etcd, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(nc, v1alpha1.ComponentEtcd)))
 	if err != nil {
 		return false, fmt.Errorf("listing etcd pods in %s: %w", ns, err)
 	}
@@ -68,7 +68,7 @@ func (c *Controller) restartAfterEtcdLoss(ctx context.Context, nc, in *v1alpha1.
 	// others hold informers at resourceVersions of the lost etcd, higher
 	// than any the new one has, and wait for them for good ("read version
 	// 1188 is not as new as written version 382").
-	selector := labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: in.Name}).Add(notEtcd)
+	selector := labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: nc.Name}).Add(notEtcd)
 	clients, err := c.mgmt.ListPods(ctx, ns, selector)
 	if err != nil {
 		return false, fmt.Errorf("listing control-plane pods in %s: %w", ns, err)
@@ -89,7 +89,7 @@ func (c *Controller) restartAfterEtcdLoss(ctx context.Context, nc, in *v1alpha1.
 		klog.FromContext(ctx).Info("Restarted the control plane after its etcd lost its data", "pods", restarted)
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, "EtcdDataLost",
 			"the etcd pod was replaced and its %s storage started empty: restarted %d control-plane pod(s), so that kube-apiserver writes its bootstrap objects again and the controllers forget the lost data; the tenant's own objects are gone (restore them from a NestedClusterBackup)",
-			in.Spec.Etcd.Managed.Storage.Type, restarted)
+			nc.Spec.Etcd.Managed.Storage.Type, restarted)
 	}
 	return restarted > 0, nil
 }

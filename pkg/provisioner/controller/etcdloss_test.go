@@ -51,7 +51,7 @@ func TestApiserverRestartsAfterEtcdLoss(t *testing.T) {
 				pod(ns, "etcd-0", v1alpha1.ComponentEtcd, "new-etcd", at(0), nc),
 				pod(ns, "kube-apiserver-1", v1alpha1.ComponentAPIServer, "api", at(tc.apiAge), nc),
 				pod(ns, "kube-controller-manager-1", v1alpha1.ComponentControllerManager, "kcm", at(tc.apiAge), nc))
-			restarted, err := f.c.restartAfterEtcdLoss(context.Background(), nc, nc, ns, []string{"new-etcd"})
+			restarted, err := f.c.tenants.restartAfterEtcdLoss(context.Background(), nc, ns, []string{"new-etcd"})
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, restarted)
 			left, err := f.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})

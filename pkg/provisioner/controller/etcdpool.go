@@ -1,12 +1,15 @@
 package controller
 
 import (
+	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +24,26 @@ import (
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
+// etcdAccess reaches etcd for every loop: a NestedEtcdPool as root
+// (membership, pool health) and a tenant's etcd as its apiserver does
+// (tenantetcd.go: restores and backups).
+type etcdAccess struct {
+	*env
+	// pools lists NestedEtcdPools (nil: none served).
+	pools listers.NestedEtcdPoolLister
+}
+
+// poolMembership grants pooled clusters their pool user and keys and
+// takes them back on deletion.
+type poolMembership struct {
+	*env
+	*etcdAccess
+	// poolGrants maps a pooled cluster's UID to the pool credentials it
+	// was granted with.
+	mu         sync.Mutex
+	poolGrants map[types.UID]string
+}
+
 // poolCredentials is a NestedEtcdPool with its credentials Secret read.
 type poolCredentials struct {
 	pool *v1alpha1.NestedEtcdPool
@@ -33,7 +56,7 @@ type poolCredentials struct {
 
 // readPool returns the pool name refers to and its credentials, or an
 // error that tells the provider what to fix.
-func (c *Controller) readPool(ctx context.Context, name string) (*poolCredentials, error) {
+func (c *etcdAccess) readPool(ctx context.Context, name string) (*poolCredentials, error) {
 	if c.pools == nil {
 		return nil, fmt.Errorf("NestedEtcdPool %q: this capn serves no pools", name)
 	}
@@ -75,8 +98,9 @@ func (p *poolCredentials) dial() (*clientv3.Client, error) {
 // namespace. It returns what the apiserver builder needs and a hash that
 // rolls the apiserver when the certificate or the pool changes; nil
 // without a pool.
-func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (*builders.EtcdPool, string, error) {
-	name := in.Spec.Etcd.Pool
+func (c *poolMembership) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster, target builders.Params) (*builders.EtcdPool, string, error) {
+	ns := target.Namespace
+	name := nc.Spec.Etcd.Pool
 	if name == "" {
 		return nil, "", nil
 	}
@@ -84,20 +108,20 @@ func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedClus
 	if err != nil {
 		return nil, "", c.poolError(ctx, name, err)
 	}
-	tenant := etcdpool.For(in.UID)
+	tenant := etcdpool.For(nc.UID)
 	c.mu.Lock()
-	granted := c.poolGrants[in.UID] == p.hash
+	granted := c.poolGrants[nc.UID] == p.hash
 	c.mu.Unlock()
 	if !granted {
 		if err := c.asRoot(ctx, p, func(cli *clientv3.Client) error { return etcdpool.Grant(ctx, cli, tenant) }); err != nil {
 			return nil, "", err
 		}
 		c.mu.Lock()
-		c.poolGrants[in.UID] = p.hash
+		c.poolGrants[nc.UID] = p.hash
 		c.mu.Unlock()
 		klog.FromContext(ctx).Info("Granted the cluster its etcd user in the pool", "pool", name, "user", tenant.User, "prefix", tenant.Prefix)
 	}
-	data, err := c.poolClientCert(ctx, nc, in, ns, p, tenant)
+	data, err := c.poolClientCert(ctx, nc, ns, p, tenant)
 	if err != nil {
 		return nil, "", err
 	}
@@ -108,7 +132,7 @@ func (c *Controller) ensureEtcdPool(ctx context.Context, nc *v1alpha1.NestedClus
 // poolClientCert keeps the cluster's pool client certificate: issued again
 // only when missing, near expiry, for another user, or not signed by the
 // pool's current CA (the provider rotated it).
-func (c *Controller) poolClientCert(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string, p *poolCredentials, t etcdpool.Tenant) (map[string][]byte, error) {
+func (c *poolMembership) poolClientCert(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, p *poolCredentials, t etcdpool.Tenant) (map[string][]byte, error) {
 	proto := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretPoolEtcdClient}}
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
@@ -129,7 +153,7 @@ func (c *Controller) poolClientCert(ctx context.Context, nc *v1alpha1.NestedClus
 		corev1.TLSCertKey:              kp.CertPEM,
 		corev1.TLSPrivateKeyKey:        kp.KeyPEM,
 	}
-	if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(in, ns, proto.Name, data)); err != nil {
+	if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(nc, ns, proto.Name, data)); err != nil {
 		return nil, fmt.Errorf("applying secret %s: %w", proto.Name, err)
 	}
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, "EtcdPoolCertificateIssued",
@@ -137,7 +161,7 @@ func (c *Controller) poolClientCert(ctx context.Context, nc *v1alpha1.NestedClus
 	return data, nil
 }
 
-func (c *Controller) poolCertFresh(cur map[string][]byte, p *poolCredentials, t etcdpool.Tenant) bool {
+func (c *poolMembership) poolCertFresh(cur map[string][]byte, p *poolCredentials, t etcdpool.Tenant) bool {
 	if len(cur[corev1.TLSPrivateKeyKey]) == 0 || string(cur[corev1.ServiceAccountRootCAKey]) != string(p.data[etcdpool.KeyCACert]) {
 		return false
 	}
@@ -149,7 +173,7 @@ func (c *Controller) poolCertFresh(cur map[string][]byte, p *poolCredentials, t 
 	if err != nil || crt.Subject.CommonName != t.User || crt.CheckSignatureFrom(p.ca.Cert) != nil {
 		return false
 	}
-	renew, err := pki.NeedsRenewal(cur[corev1.TLSCertKey], c.now(), c.threshold)
+	renew, err := pki.NeedsRenewal(cur[corev1.TLSCertKey], c.now(), c.cfg.CertRenewalThreshold)
 	return err == nil && !renew
 }
 
@@ -157,7 +181,7 @@ func (c *Controller) poolCertFresh(cur map[string][]byte, p *poolCredentials, t 
 // role, keys, user), before its namespace goes. A pool that no longer
 // exists has nothing left to remove; an unreachable one keeps the
 // finalizer, so nothing of the tenant's stays behind unnoticed.
-func (c *Controller) releaseEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster) error {
+func (c *poolMembership) releaseEtcdPool(ctx context.Context, nc *v1alpha1.NestedCluster) error {
 	name := nc.Spec.Etcd.Pool
 	if name == "" {
 		return nil
@@ -185,7 +209,7 @@ func (c *Controller) releaseEtcdPool(ctx context.Context, nc *v1alpha1.NestedClu
 }
 
 // asRoot runs fn with a root client of pool p.
-func (c *Controller) asRoot(ctx context.Context, p *poolCredentials, fn func(*clientv3.Client) error) error {
+func (c *etcdAccess) asRoot(ctx context.Context, p *poolCredentials, fn func(*clientv3.Client) error) error {
 	cli, err := p.dial()
 	if err == nil {
 		err = fn(cli)
@@ -202,7 +226,7 @@ func (c *Controller) asRoot(ctx context.Context, p *poolCredentials, fn func(*cl
 // rest (the provider's Secret, its members' addresses, etcd's answers) is
 // the provider's, so it goes to capn's log, and the pool's own status
 // shows what its sync finds.
-func (c *Controller) poolError(ctx context.Context, name string, err error) error {
+func (c *etcdAccess) poolError(ctx context.Context, name string, err error) error {
 	if c.pools == nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func TestPoolFailuresKeepTheProvidersDetails(t *testing.T) {
 			for _, p := range tc.pools {
 				require.NoError(t, idx.Add(p))
 			}
-			f.c.pools, f.c.poolGrants = listers.NewNestedEtcdPoolLister(idx), map[types.UID]string{}
+			f.c.pools.pools, f.c.pools.poolGrants = listers.NewNestedEtcdPoolLister(idx), map[types.UID]string{}
 			_, err := f.c.sync(context.Background(), f.nc.Namespace+"/"+f.nc.Name)
 			require.Error(t, err)
 			f.refresh()

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"capn.dev/capn/pkg/provisioner/builders"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,8 +23,9 @@ import (
 // the apiserver reads are copied. It returns a hash of what was copied, to
 // roll the apiserver when the user rotates those certificates; "" without
 // an external etcd.
-func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string) (string, error) {
-	x := in.Spec.Etcd.External
+func (c *credentials) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (string, error) {
+	ns := p.Namespace
+	x := nc.Spec.Etcd.External
 	if x == nil {
 		return "", nil
 	}
@@ -36,7 +38,7 @@ func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.Nested
 	}
 	sum := sha256.New()
 	for _, cp := range copies {
-		data, err := c.readUserSecret(ctx, in.Namespace, cp.from, cp.keys)
+		data, err := c.readUserSecret(ctx, nc.Namespace, cp.from, cp.keys)
 		if err != nil {
 			return "", err
 		}
@@ -44,7 +46,7 @@ func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.Nested
 			sum.Write([]byte(cp.to + "/" + k + "\x00"))
 			sum.Write(data[k])
 		}
-		if err := c.writeCopy(ctx, nc, in, ns, cp.to, data); err != nil {
+		if err := c.writeCopy(ctx, nc, ns, cp.to, data); err != nil {
 			return "", err
 		}
 	}
@@ -53,7 +55,7 @@ func (c *Controller) ensureExternalEtcd(ctx context.Context, nc *v1alpha1.Nested
 
 // readUserSecret returns the wanted keys of the user's Secret, or an error
 // that says exactly what is missing, since the user has to fix it.
-func (c *Controller) readUserSecret(ctx context.Context, namespace, name string, keys []string) (map[string][]byte, error) {
+func (c *credentials) readUserSecret(ctx context.Context, namespace, name string, keys []string) (map[string][]byte, error) {
 	live, err := c.mgmt.ReadSecret(ctx, namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("external etcd: Secret %s/%s not found", namespace, name)
@@ -74,7 +76,7 @@ func (c *Controller) readUserSecret(ctx context.Context, namespace, name string,
 
 // writeCopy applies the management copy only when its data differs, so a
 // resync writes nothing.
-func (c *Controller) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns, name string, data map[string][]byte) error {
+func (c *credentials) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, ns, name string, data map[string][]byte) error {
 	live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	switch {
 	case err == nil:
@@ -84,7 +86,7 @@ func (c *Controller) writeCopy(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("getting secret %s: %w", name, err)
 	}
-	if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(in, ns, name, data)); err != nil {
+	if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(nc, ns, name, data)); err != nil {
 		return fmt.Errorf("applying secret %s: %w", name, err)
 	}
 	klog.FromContext(ctx).Info("Copied external etcd Secret", "secret", name)

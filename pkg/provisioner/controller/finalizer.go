@@ -21,10 +21,20 @@ import (
 // removal normally arrives through WatchManagement.
 const namespaceGoneRequeue = 15 * time.Second
 
+// finalizer owns the cluster's deletion: the finalizer, the management
+// and workload namespaces (dataplane.go), and forgetting what the other
+// operations hold in memory for the cluster.
+type finalizer struct {
+	*env
+	pools    *poolMembership
+	tenants  *tenantAccess
+	activity *activityMonitor
+}
+
 // ensureFinalizer adds v1alpha1.ProvisionerFinalizer before anything is
 // created, and returns the updated object so later steps write against its
 // resourceVersion.
-func (c *Controller) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedCluster) (*v1alpha1.NestedCluster, error) {
+func (c *finalizer) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedCluster) (*v1alpha1.NestedCluster, error) {
 	if slices.Contains(nc.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		return nc, nil
 	}
@@ -41,12 +51,12 @@ func (c *Controller) ensureFinalizer(ctx context.Context, nc *v1alpha1.NestedClu
 // finalize deletes the management namespace (and so every object in it),
 // waits until it is gone, then releases the NestedCluster. It runs whether
 // or not the cluster is paused: a paused cluster must still be deletable.
-func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (time.Duration, error) {
+func (c *finalizer) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (time.Duration, error) {
 	if !slices.Contains(nc.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		return 0, nil
 	}
 	logger := klog.FromContext(ctx)
-	c.forgetActivity(nc.UID)
+	c.activity.forgetActivity(nc.UID)
 	// Never delete a namespace another cluster owns (ResolveNamespace):
 	// the finalizer stays, for the provider to look at.
 	name, err := resolveNamespace(ctx, c.mgmt, nc)
@@ -67,16 +77,14 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 	case apierrors.IsNotFound(err):
 		// Gone without capn (deleted by hand): the pool may still hold
 		// the cluster's user and keys.
-		if err := c.releaseEtcdPool(ctx, nc); err != nil {
+		if err := c.pools.releaseEtcdPool(ctx, nc); err != nil {
 			return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
 		}
 		nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == v1alpha1.ProvisionerFinalizer })
 		if _, err := c.capn.CapnV1alpha1().NestedClusters(nc.Namespace).Update(ctx, nc, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return 0, fmt.Errorf("removing finalizer: %w", err)
 		}
-		c.mu.Lock()
-		delete(c.bootstrapped, nc.UID)
-		c.mu.Unlock()
+		c.tenants.forgetBootstrap(nc.UID)
 		logger.Info("Control plane deleted, finalizer removed", "namespace", proto.Name)
 		return 0, nil
 	case err != nil:
@@ -98,7 +106,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 		// Out of the pool before the namespace goes: once the apiserver
 		// is gone nothing else knows the cluster's etcd user and keys are
 		// there. Once, not on every pass while the namespace terminates.
-		if err := c.releaseEtcdPool(ctx, nc); err != nil {
+		if err := c.pools.releaseEtcdPool(ctx, nc); err != nil {
 			return 0, c.reportFailure(ctx, nc, failed(v1alpha1.ReasonDeleteFailed, err))
 		}
 		if err := c.mgmt.Delete(ctx, proto); err != nil && !apierrors.IsNotFound(err) {
@@ -114,7 +122,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1alpha1.NestedCluster) (
 // status (deletion): Reconciled=False with the step as reason, then, once
 // that write succeeded, the same as a Warning Event. It returns err for the
 // retry.
-func (c *Controller) reportFailure(ctx context.Context, nc *v1alpha1.NestedCluster, err error) error {
+func (c *env) reportFailure(ctx context.Context, nc *v1alpha1.NestedCluster, err error) error {
 	var se *stepError
 	if !errors.As(err, &se) {
 		return err

@@ -36,7 +36,7 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 	ns := managementNamespace(f.nc)
 	ctx := context.Background()
 
-	f.c.bootstrapped[f.nc.UID] = &tenantBootstrap{caID: "ca", done: true} // as if its tenant had been bootstrapped
+	f.c.tenants.bootstrapped[f.nc.UID] = &tenantBootstrap{caID: "ca", done: true} // as if its tenant had been bootstrapped
 	f.setCluster(func(nc *v1alpha1.NestedCluster) { nc.DeletionTimestamp = &metav1.Time{Time: testNow} })
 	if after := f.sync(); after != namespaceGoneRequeue {
 		t.Errorf("while the namespace exists, requeue after %s, want %s", after, namespaceGoneRequeue)
@@ -57,7 +57,7 @@ func TestDeletionRemovesNamespaceThenFinalizer(t *testing.T) {
 	if slices.Contains(f.nc.Finalizers, v1alpha1.ProvisionerFinalizer) {
 		t.Errorf("finalizer not removed: %v", f.nc.Finalizers)
 	}
-	if _, ok := f.c.bootstrapped[f.nc.UID]; ok {
+	if _, ok := f.c.tenants.bootstrapped[f.nc.UID]; ok {
 		t.Error("the deleted cluster's bootstrap record is kept: the map would grow with every cluster ever created")
 	}
 }

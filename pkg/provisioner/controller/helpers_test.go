@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -78,7 +77,7 @@ type fixture struct {
 	mgmt     *counting
 	indexer  cache.Indexer
 	recorder *record.FakeRecorder
-	c        *Controller
+	c        *ClusterController
 	nc       *v1alpha1.NestedCluster
 	// tenant plays the tenant apiserver for the RBAC bootstrap;
 	// tenantServers records every URL the controller dialled.
@@ -136,23 +135,16 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 	if err := f.indexer.Add(nc); err != nil {
 		t.Fatal(err)
 	}
-	f.c = &Controller{
-		capn: f.capn, lister: listers.NewNestedClusterLister(f.indexer), mgmt: f.mgmt,
-		recorder: f.recorder, threshold: pki.DefaultRenewalThreshold, now: func() time.Time { return testNow },
-		bootstrapped:     map[types.UID]*tenantBootstrap{},
-		tenantWaiting:    map[string]struct{}{},
-		tenantSlots:      make(chan struct{}, DefaultTenantConcurrency),
-		activity:         map[types.UID]*activity{},
-		activitySlots:    make(chan struct{}, activityConcurrency),
-		activityInterval: DefaultActivityInterval,
-		tenantClient: func(server string, ca *pki.CA, _ time.Time) (kubernetes.Interface, error) {
-			f.serversMu.Lock()
-			f.tenantServers = append(f.tenantServers, server)
-			f.serversMu.Unlock()
-			return f.tenant, nil
-		},
+	e := &env{capn: f.capn, mgmt: f.mgmt, recorder: f.recorder, now: func() time.Time { return testNow },
+		cfg: Settings{CertRenewalThreshold: pki.DefaultRenewalThreshold}.Complete()}
+	tenantClient := func(server string, ca *pki.CA, _ time.Time) (kubernetes.Interface, error) {
+		f.serversMu.Lock()
+		f.tenantServers = append(f.tenantServers, server)
+		f.serversMu.Unlock()
+		return f.tenant, nil
 	}
-	f.c.tenantRequests = f.c.tenantRequestsOf
+	sh := &Shared{env: e, etcd: &etcdAccess{env: e}, activity: newActivityMonitor(e, tenantClient, nil), tenantClient: tenantClient}
+	f.c = newClusterSteps(sh, listers.NewNestedClusterLister(f.indexer), builders.Placement{}, builders.DataPlane{}, nil, nil)
 	return f
 }
 
@@ -173,7 +165,7 @@ func (f *fixture) sync() time.Duration {
 func (f *fixture) syncTenant() time.Duration {
 	f.t.Helper()
 	f.sync()
-	f.c.tenantWG.Wait()
+	f.c.tenants.tenantWG.Wait()
 	return f.sync()
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"capn.dev/capn/pkg/provisioner/builders"
 	"context"
 	"fmt"
 	"slices"
@@ -27,8 +28,9 @@ const maxImageMessage = 256
 // any of them waits for an image the node cannot get. It is called only
 // while some component is not rolled out, so a steady cluster costs no
 // LIST.
-func (c *Controller) imagesCondition(ctx context.Context, in *v1alpha1.NestedCluster, ns string) (metav1.Condition, error) {
-	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: in.Name}))
+func (c *workloads) imagesCondition(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (metav1.Condition, error) {
+	ns := p.Namespace
+	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: nc.Name}))
 	if err != nil {
 		return metav1.Condition{}, fmt.Errorf("listing pods in %s: %w", ns, err)
 	}

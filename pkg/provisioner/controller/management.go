@@ -5,11 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -123,40 +119,13 @@ func (m kubeManagement) StopPods(ctx context.Context, namespace string, selector
 	return len(l.Items), nil
 }
 
-// do dispatches on the kinds the builders produce; a new kind there fails
-// loudly here rather than being silently skipped.
+// do dispatches on managedKinds.
 func (m kubeManagement) do(ctx context.Context, o op, manager string, obj builders.Object) (builders.Object, error) {
-	ns := obj.GetNamespace()
-	switch t := obj.(type) {
-	case *corev1.Namespace:
-		return call(ctx, m.c.CoreV1().Namespaces(), o, manager, t)
-	case *corev1.Service:
-		return call(ctx, m.c.CoreV1().Services(ns), o, manager, t)
-	case *corev1.ConfigMap:
-		return call(ctx, m.c.CoreV1().ConfigMaps(ns), o, manager, t)
-	case *corev1.Secret:
-		return call(ctx, m.c.CoreV1().Secrets(ns), o, manager, t)
-	case *appsv1.Deployment:
-		return call(ctx, m.c.AppsV1().Deployments(ns), o, manager, t)
-	case *appsv1.StatefulSet:
-		return call(ctx, m.c.AppsV1().StatefulSets(ns), o, manager, t)
-	case *policyv1.PodDisruptionBudget:
-		return call(ctx, m.c.PolicyV1().PodDisruptionBudgets(ns), o, manager, t)
-	case *networkingv1.NetworkPolicy:
-		return call(ctx, m.c.NetworkingV1().NetworkPolicies(ns), o, manager, t)
-	case *corev1.LimitRange:
-		return call(ctx, m.c.CoreV1().LimitRanges(ns), o, manager, t)
-	case *corev1.ResourceQuota:
-		return call(ctx, m.c.CoreV1().ResourceQuotas(ns), o, manager, t)
-	case *corev1.ServiceAccount:
-		return call(ctx, m.c.CoreV1().ServiceAccounts(ns), o, manager, t)
-	case *rbacv1.RoleBinding:
-		return call(ctx, m.c.RbacV1().RoleBindings(ns), o, manager, t)
-	case *rbacv1.ClusterRoleBinding:
-		return call(ctx, m.c.RbacV1().ClusterRoleBindings(), o, manager, t)
-	default:
-		return nil, fmt.Errorf("management: unsupported object type %T", obj)
+	k, err := managedKindOf(obj)
+	if err != nil {
+		return nil, fmt.Errorf("management: %w", err)
 	}
+	return k.do(ctx, m.c, o, manager, obj)
 }
 
 // typedClient is the part of every generated typed client that do needs.

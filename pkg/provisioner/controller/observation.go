@@ -57,14 +57,15 @@ type tenantOutcome struct {
 }
 
 // observeWorkloads reads the control plane's workloads into o.
-func (c *Controller) observeWorkloads(ctx context.Context, in *v1alpha1.NestedCluster, ns string, o *observation) error {
+func (c *workloads) observeWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
+	ns := p.Namespace
 	o.workloads = map[string]builders.Object{}
 	protos := map[string]builders.Object{}
-	if in.Spec.Etcd.Managed != nil {
+	if nc.Spec.Etcd.Managed != nil {
 		protos[v1alpha1.ComponentEtcd] = &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.EtcdName}}
 	}
-	for _, name := range deployedComponents(in) {
+	for _, name := range deployedComponents(nc) {
 		// The Deployments are named after their components.
 		protos[name] = &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -105,8 +106,8 @@ func (o *observation) record(obj builders.Object) {
 
 // deployedComponents are the components that run as Deployments: the
 // kube-* ones and, in Shared mode, capn-syncer.
-func deployedComponents(in *v1alpha1.NestedCluster) []string {
-	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+func deployedComponents(nc *v1alpha1.NestedCluster) []string {
+	if nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
 		return append(slices.Clone(upgradeOrder), v1alpha1.ComponentSyncer)
 	}
 	return upgradeOrder
@@ -135,28 +136,28 @@ func (o *observation) etcdImage() string {
 
 // components is each component's observed state, in v1alpha1.Components
 // order. External etcd is not ours to watch: it counts as available.
-func (o *observation) components(in *v1alpha1.NestedCluster) map[string]observed {
+func (o *observation) components(nc *v1alpha1.NestedCluster) map[string]observed {
 	out := map[string]observed{v1alpha1.ComponentEtcd: {available: true, done: true}}
-	if m := in.Spec.Etcd.Managed; m != nil {
-		out[v1alpha1.ComponentEtcd] = observeWorkload(o.workloads[v1alpha1.ComponentEtcd], o.desired(in, v1alpha1.ComponentEtcd, m.Replicas), true)
+	if m := nc.Spec.Etcd.Managed; m != nil {
+		out[v1alpha1.ComponentEtcd] = observeWorkload(o.workloads[v1alpha1.ComponentEtcd], o.desired(nc, v1alpha1.ComponentEtcd, m.Replicas), true)
 	}
 	replicas := map[string]*int32{
-		v1alpha1.ComponentAPIServer:         in.Spec.APIServer.Replicas,
-		v1alpha1.ComponentControllerManager: in.Spec.ControllerManager.Replicas,
-		v1alpha1.ComponentScheduler:         in.Spec.Scheduler.Replicas,
+		v1alpha1.ComponentAPIServer:         nc.Spec.APIServer.Replicas,
+		v1alpha1.ComponentControllerManager: nc.Spec.ControllerManager.Replicas,
+		v1alpha1.ComponentScheduler:         nc.Spec.Scheduler.Replicas,
 	}
 	for _, name := range upgradeOrder {
-		out[name] = observeWorkload(o.workloads[name], o.desired(in, name, replicas[name]), false)
+		out[name] = observeWorkload(o.workloads[name], o.desired(nc, name, replicas[name]), false)
 	}
-	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
-		out[v1alpha1.ComponentSyncer] = observeWorkload(o.workloads[v1alpha1.ComponentSyncer], o.desired(in, v1alpha1.ComponentSyncer, in.Spec.Syncer.Replicas), false)
+	if nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+		out[v1alpha1.ComponentSyncer] = observeWorkload(o.workloads[v1alpha1.ComponentSyncer], o.desired(nc, v1alpha1.ComponentSyncer, nc.Spec.Syncer.Replicas), false)
 	}
 	return out
 }
 
 // desired is how many pods of component should run, as rendered this sync.
-func (o *observation) desired(in *v1alpha1.NestedCluster, component string, spec *int32) int32 {
-	return builders.DesiredReplicas(in, component, ptr.Deref(spec, 1), o.sleep.asleep, o.restore.pending)
+func (o *observation) desired(nc *v1alpha1.NestedCluster, component string, spec *int32) int32 {
+	return builders.DesiredReplicas(nc, component, ptr.Deref(spec, 1), o.sleep.asleep, o.restore.pending)
 }
 
 // rolledOut: every component is available and at its desired spec.

@@ -13,7 +13,7 @@ import (
 // pause reports that the provisioner is hands-off and does nothing else:
 // users pause to repair the management objects by hand, so even drift must
 // be left alone. Only the status (if it differs) is written.
-func (c *Controller) pause(ctx context.Context, nc *v1alpha1.NestedCluster) error {
+func (c *ClusterController) pause(ctx context.Context, nc *v1alpha1.NestedCluster) error {
 	st := nc.Status.DeepCopy()
 	st.Phase = v1alpha1.PhasePaused
 	st.ObservedGeneration = nc.Generation

@@ -15,13 +15,17 @@ import (
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
+// credentials keeps the cluster's Secrets: its PKI and the copies of an
+// external etcd's credentials (externaletcd.go).
+type credentials struct{ *env }
+
 // ensurePKI issues or renews the control plane's certificates and writes
 // only the Secrets whose data changed; pki.Reconcile keeps everything
 // still valid byte for byte. It returns the Secrets' data as they now are:
 // its CertsHash rolls the pods when a certificate they read at start
 // changes, and the cluster CA in it serves the tenant bootstrap, so no
 // later step of the sync reads these Secrets again.
-func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params) (pki.Data, error) {
+func (c *credentials) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (pki.Data, error) {
 	ns := p.Namespace
 	secrets, err := c.mgmt.ListSecrets(ctx, ns)
 	if err != nil {
@@ -31,14 +35,14 @@ func (c *Controller) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, 
 	for i := range secrets {
 		existing[secrets[i].Name] = secrets[i].Data
 	}
-	want, changed, err := pki.Reconcile(existing, pki.InputsFor(in, p.Addresses()), c.now(), c.threshold)
+	want, changed, err := pki.Reconcile(existing, pki.InputsFor(nc, p.Addresses()), c.now(), c.cfg.CertRenewalThreshold)
 	if err != nil {
 		return nil, fmt.Errorf("reconciling certificates: %w", err)
 	}
 	for _, name := range changed {
 		// Applied: capn owns the keys it writes; keys someone else added
 		// to the Secret stay.
-		if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(in, ns, name, want[name])); err != nil {
+		if _, err := c.mgmt.Apply(ctx, FieldManager, ownedSecret(nc, ns, name, want[name])); err != nil {
 			return nil, fmt.Errorf("applying secret %s: %w", name, err)
 		}
 	}
@@ -86,10 +90,10 @@ func regeneratedRoots(existing pki.Data, changed []string) []string {
 // ownedSecret is a Secret capn writes into a management namespace, as an
 // apply configuration: only the keys in data, and the owner labels. Opaque,
 // because CA and kubeconfig Secrets do not fit kubernetes.io/tls.
-func ownedSecret(in *v1alpha1.NestedCluster, ns, name string, data map[string][]byte) *corev1.Secret {
+func ownedSecret(nc *v1alpha1.NestedCluster, ns, name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: provisioner.OwnerLabels(in)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: provisioner.OwnerLabels(nc)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
 	}

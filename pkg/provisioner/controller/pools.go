@@ -14,23 +14,51 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/etcdpool"
 	informers "capn.dev/capn/pkg/generated/informers/externalversions/capn/v1alpha1"
+	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
 )
 
 // poolResync is how often a pool's health and size are read again: db
 // growth toward the quota is slow, and each read dials every member.
 const poolResync = time.Minute
 
+// PoolController is the pools loop: it keeps each NestedEtcdPool's
+// finalizer and status. A pool change also reaches the clusters loop,
+// which rolls the pool's tenants.
+type PoolController struct {
+	*env
+	*etcdAccess
+	lister listers.NestedClusterLister
+	// queue is the clusters loop's; poolQueue is this loop's own.
+	queue     workqueue.TypedRateLimitingInterface[string]
+	poolQueue workqueue.TypedRateLimitingInterface[string]
+}
+
+// NewPoolController wires the pools loop to its informer and to the
+// clusters'; call Run to start it.
+func NewPoolController(o Options, sh *Shared) (*PoolController, error) {
+	c := &PoolController{env: sh.env, etcdAccess: sh.etcd, lister: o.Informer.Lister(), queue: sh.clusters,
+		poolQueue: newQueue("capn-pools")}
+	if err := c.watchPools(o.PoolInformer, o.Informer.Informer()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run syncs pools once synced say the caches are, until ctx ends.
+func (c *PoolController) Run(ctx context.Context, synced ...cache.InformerSynced) {
+	runQueue(ctx, "capn-pools", c.poolQueue, c.poolWorker, synced)
+}
+
 // watchPools makes pool changes reach their tenants (new endpoints or
 // credentials roll their apiservers) and tenant changes reach the pool's
 // count and finalizer.
-func (c *Controller) watchPools(pools informers.NestedEtcdPoolInformer, clusters cache.SharedIndexInformer) error {
-	c.pools = pools.Lister()
-	c.synced = append(c.synced, pools.Informer().HasSynced)
+func (c *PoolController) watchPools(pools informers.NestedEtcdPoolInformer, clusters cache.SharedIndexInformer) error {
 	onPool := func(obj any) {
 		p, ok := obj.(*v1alpha1.NestedEtcdPool)
 		if !ok {
@@ -67,7 +95,7 @@ func (c *Controller) watchPools(pools informers.NestedEtcdPoolInformer, clusters
 	return err
 }
 
-func (c *Controller) poolWorker(ctx context.Context) {
+func (c *PoolController) poolWorker(ctx context.Context) {
 	for {
 		name, quit := c.poolQueue.Get()
 		if quit {
@@ -87,7 +115,7 @@ func (c *Controller) poolWorker(ctx context.Context) {
 
 // syncPool keeps a pool's finalizer while any NestedCluster keeps its state
 // there, and reports the pool's health and size in status.
-func (c *Controller) syncPool(ctx context.Context, name string) error {
+func (c *PoolController) syncPool(ctx context.Context, name string) error {
 	cached, err := c.pools.Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -145,7 +173,7 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	return nil
 }
 
-func (c *Controller) observePool(ctx context.Context, p *poolCredentials) (etcdpool.Health, error) {
+func (c *etcdAccess) observePool(ctx context.Context, p *poolCredentials) (etcdpool.Health, error) {
 	cli, err := p.dial()
 	if err != nil {
 		return etcdpool.Health{}, err

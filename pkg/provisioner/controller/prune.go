@@ -23,7 +23,7 @@ var prunable = []string{provisioner.EtcdName, provisioner.APIServerName, provisi
 
 // prune deletes the prunable objects that rendered no longer contains.
 // Only objects labelled as capn's are touched.
-func (c *Controller) prune(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, rendered []builders.Object) error {
+func (c *workloads) prune(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, rendered []builders.Object) error {
 	want := map[string]bool{}
 	for _, o := range rendered {
 		if _, ok := o.(*policyv1.PodDisruptionBudget); ok {

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	listers "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner/builders"
 	"context"
 	"fmt"
 	"time"
@@ -31,25 +33,35 @@ type restoreState struct {
 // is written in the same status update that ends the wait, and until it
 // is, a restart of capn writes the backup again into an etcd no apiserver
 // has used.
-func planRestore(in *v1alpha1.NestedCluster) restoreState {
-	return restoreState{pending: in.Spec.RestoreFrom != nil && !meta.IsStatusConditionTrue(in.Status.Conditions, v1alpha1.ConditionRestored)}
+func planRestore(nc *v1alpha1.NestedCluster) restoreState {
+	return restoreState{pending: nc.Spec.RestoreFrom != nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, v1alpha1.ConditionRestored)}
+}
+
+// restorer writes a backup into a new cluster's etcd before its
+// components start.
+type restorer struct {
+	*env
+	*etcdAccess
+	backups listers.NestedClusterBackupLister
+	store   backup.Store
 }
 
 // ensureRestore writes the backup into the cluster's etcd once that etcd
 // serves (a pool serves from the start). The backup is read twice: once
 // whole to verify it, so nothing is written from a corrupt one.
-func (c *Controller) ensureRestore(ctx context.Context, in *v1alpha1.NestedCluster, ns string, o *observation) error {
+func (c *restorer) ensureRestore(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
+	ns := p.Namespace
 	if !o.restore.pending {
 		return nil
 	}
-	if in.Spec.Etcd.Managed != nil && !o.components(in)[v1alpha1.ComponentEtcd].available {
+	if nc.Spec.Etcd.Managed != nil && !o.components(nc)[v1alpha1.ComponentEtcd].available {
 		return nil // the next sync, when the etcd StatefulSet changes
 	}
 	if c.backups == nil || c.store == nil {
 		return fmt.Errorf("this capn keeps no backups")
 	}
-	name := in.Spec.RestoreFrom.Backup
-	b, err := c.backups.NestedClusterBackups(in.Namespace).Get(name)
+	name := nc.Spec.RestoreFrom.Backup
+	b, err := c.backups.NestedClusterBackups(nc.Namespace).Get(name)
 	if err != nil {
 		return fmt.Errorf("NestedClusterBackup %s: %w", name, err)
 	}
@@ -68,7 +80,7 @@ func (c *Controller) ensureRestore(ctx context.Context, in *v1alpha1.NestedClust
 	if err != nil {
 		return fmt.Errorf("NestedClusterBackup %s: %w", name, err)
 	}
-	cli, prefix, err := c.tenantEtcd(ctx, in, ns)
+	cli, prefix, err := c.tenantEtcd(ctx, nc, ns)
 	if err != nil {
 		return err
 	}

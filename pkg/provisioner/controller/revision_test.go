@@ -21,12 +21,12 @@ import (
 func TestNewTemplateRevisionRollsNoTenant(t *testing.T) {
 	latest := builders.LatestTemplateRevision
 	f := newFixture(t, testCluster())
-	f.c.templateRevision = 1
+	f.c.cfg.TemplateRevision = 1
 	f.sync()
 	f.markReady()
 	f.syncTenant()
 
-	f.c.templateRevision = 0 // capn upgraded: the latest
+	f.c.cfg.TemplateRevision = 0 // capn upgraded: the latest
 	f.mgmt.reset()
 	f.sync()
 	assert.Empty(t, f.mgmt.writes, "the new revision alone rolled a tenant")
@@ -59,7 +59,7 @@ func TestOlderTargetRevisionRollsNothingBack(t *testing.T) {
 	f.sync()
 	f.markReady()
 	f.syncTenant()
-	f.c.templateRevision = 1
+	f.c.cfg.TemplateRevision = 1
 	f.mgmt.reset()
 	f.sync()
 	assert.Empty(t, f.mgmt.writes, "pinning an older revision rolled a tenant")

@@ -21,11 +21,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"capn.dev/capn/pkg/backup"
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	capnscheme "capn.dev/capn/pkg/generated/clientset/versioned/scheme"
 	"capn.dev/capn/pkg/generated/informers/externalversions"
-	"capn.dev/capn/pkg/provisioner/builders"
 )
 
 // eventScheme knows every kind the provisioner records Events on:
@@ -41,56 +39,25 @@ var eventScheme = func() *runtime.Scheme {
 // LeaseName is the Lease that elects one provisioning capn-apiserver.
 const LeaseName = "capn-provisioner"
 
-// RunConfig is what Start needs from capn-apiserver's configuration.
-type RunConfig struct {
-	// Capn reaches capn-apiserver itself (the loopback config).
-	Capn *rest.Config
-	// Management reaches the cluster the control planes run in.
-	Management *rest.Config
-	// Events reaches the cluster that serves the NestedClusters' namespaces
-	// (the aggregating kube-apiserver); nil means Management.
-	Events *rest.Config
-	// LeaderElect elects one replica via Lease LeaderElectNamespace/LeaseName
-	// in the management cluster.
-	LeaderElect          bool
-	LeaderElectNamespace string
-	RenewalThreshold     time.Duration
-	UpgradeStepTimeout   time.Duration
-	// ActivityInterval: see Options.ActivityInterval.
-	ActivityInterval time.Duration
-	Workers          int
-	// Sweep configures the orphan sweep; nil turns it off.
-	Sweep *SweepConfig
-	// Placement schedules every control-plane pod.
-	Placement builders.Placement
-	// TemplateRevision: see Options.TemplateRevision.
-	TemplateRevision int
-	// DataPlane: see Options.DataPlane.
-	DataPlane builders.DataPlane
-	// Health is served as /livez/capn-provisioner; nil means none.
-	Health *Health
-	// BackupStore: see Options.BackupStore.
-	BackupStore backup.Store
-}
-
 // Start runs the controller until ctx ends, under leader election when
 // configured. All replicas serve the API; only the leader provisions.
-func Start(ctx context.Context, cfg RunConfig) error {
+func Start(ctx context.Context, cfg Settings, deps Deps) error {
+	cfg = cfg.Complete()
 	logger := klog.FromContext(ctx).WithName("provisioner")
 	ctx = klog.NewContext(ctx, logger)
-	capnClient, err := versioned.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg.Capn), LeaseName))
+	capnClient, err := versioned.NewForConfig(rest.AddUserAgent(rest.CopyConfig(deps.Capn), LeaseName))
 	if err != nil {
 		return fmt.Errorf("capn client: %w", err)
 	}
-	mgmtConfig := rest.AddUserAgent(rest.CopyConfig(cfg.Management), LeaseName)
+	mgmtConfig := rest.AddUserAgent(rest.CopyConfig(deps.Management), LeaseName)
 	mgmtConfig.Wrap(countRequests)
 	mgmt, err := kubernetes.NewForConfig(mgmtConfig)
 	if err != nil {
 		return fmt.Errorf("management client: %w", err)
 	}
 	events := mgmt
-	if cfg.Events != nil {
-		if events, err = kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg.Events), LeaseName)); err != nil {
+	if deps.Events != nil {
+		if events, err = kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(deps.Events), LeaseName)); err != nil {
 			return fmt.Errorf("events client: %w", err)
 		}
 	}
@@ -105,8 +72,8 @@ func Start(ctx context.Context, cfg RunConfig) error {
 		registerMetrics()
 		leader.Set(1)
 		defer leader.Set(0)
-		cfg.Health.startLeading()
-		defer cfg.Health.stopLeading()
+		deps.Health.startLeading()
+		defer deps.Health.stopLeading()
 		// A fresh factory per term: a lost lease stops its informers too.
 		factory := externalversions.NewSharedInformerFactory(capnClient, 10*time.Minute)
 		defer factory.Shutdown()
@@ -120,41 +87,33 @@ func Start(ctx context.Context, cfg RunConfig) error {
 			logger.Error(err, "Building provisioner controller")
 			return
 		}
-		c, err := New(Options{
+		o := Options{
+			Settings:       cfg,
 			Capn:           capnClient,
 			Informer:       factory.Capn().V1alpha1().NestedClusters(),
 			PoolInformer:   factory.Capn().V1alpha1().NestedEtcdPools(),
 			BackupInformer: factory.Capn().V1alpha1().NestedClusterBackups(),
-			BackupStore:    cfg.BackupStore,
-			// capn's own namespace, where its Lease is.
-			CapnNamespace:    cfg.LeaderElectNamespace,
-			Management:       management,
-			Recorder:         recorder,
-			RenewalThreshold: cfg.RenewalThreshold,
-			// Options.UpgradeStepTimeout: 0 means the default.
-			UpgradeStepTimeout: cfg.UpgradeStepTimeout,
-			ActivityInterval:   cfg.ActivityInterval,
-			Placement:          cfg.Placement,
-			TemplateRevision:   cfg.TemplateRevision,
-			DataPlane:          cfg.DataPlane,
-			Health:             cfg.Health,
-		})
-		if err == nil {
-			// Every cached kind, so a hand edit of any object capn owns
-			// (drift) is repaired when it happens, not at the next resync.
-			err = c.WatchManagement(caches.Namespaces, caches.Watched...)
-			c.WaitFor(caches.All...)
+			BackupStore:    deps.BackupStore,
+			Management:     management,
+			Recorder:       recorder,
+			Placement:      deps.Placement,
+			DataPlane:      deps.DataPlane,
+			Health:         deps.Health,
 		}
+		clusters, pools, backups, err := newLoops(o, caches)
 		if err != nil {
 			logger.Error(err, "Building provisioner controller")
 			return
 		}
 		factory.Start(ctx.Done())
 		owned.Start(ctx.Done())
-		if cfg.Sweep != nil {
-			go c.RunOrphanSweep(ctx, *cfg.Sweep)
+		// The other loops read the clusters loop's caches: they start with it.
+		go pools.Run(ctx, clusters.Synced()...)
+		go backups.Run(ctx, clusters.Synced()...)
+		if cfg.OrphanSweep {
+			go clusters.RunOrphanSweep(ctx)
 		}
-		c.Run(ctx, max(cfg.Workers, 1))
+		clusters.Run(ctx, cfg.Workers)
 	}
 	if !cfg.LeaderElect {
 		run(ctx)
@@ -182,4 +141,29 @@ func Start(ctx context.Context, cfg RunConfig) error {
 		})
 	}
 	return nil
+}
+
+// newLoops builds the clusters, pools and backups loops over the state they
+// share (Shared).
+func newLoops(o Options, caches ManagementCaches) (*ClusterController, *PoolController, *BackupController, error) {
+	sh := NewShared(o)
+	clusters, err := NewClusterController(o, sh)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Every cached kind, so a hand edit of any object capn owns (drift) is
+	// repaired when it happens, not at the next resync.
+	if err := clusters.WatchManagement(caches.Namespaces, caches.Watched...); err != nil {
+		return nil, nil, nil, err
+	}
+	clusters.WaitFor(caches.All...)
+	pools, err := NewPoolController(o, sh)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	backups, err := NewBackupController(o, sh)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return clusters, pools, backups, nil
 }

@@ -48,14 +48,14 @@ type sleepState struct {
 // than spec.version (an upgrade the planner has yet to record), waits for
 // it. An ordered upgrade checks each component's pods before the next and
 // a sleeping cluster has none, so it would finish without running anything.
-func decideSleep(in *v1alpha1.NestedCluster, o *observation, now time.Time) sleepState {
+func decideSleep(nc *v1alpha1.NestedCluster, o *observation, now time.Time) sleepState {
 	s := sleepState{at: now}
-	s.idle, s.woke = inactiveSleep(in, now)
-	s.asked = in.Spec.Sleep.Asleep || s.idle
+	s.idle, s.woke = inactiveSleep(nc, now)
+	s.asked = nc.Spec.Sleep.Asleep || s.idle
 	if !s.asked {
 		return s
 	}
-	if u := in.Status.Upgrade; u != nil && u.FinishedAt == nil {
+	if u := nc.Status.Upgrade; u != nil && u.FinishedAt == nil {
 		return s
 	}
 	for _, name := range upgradeOrder {
@@ -63,7 +63,7 @@ func decideSleep(in *v1alpha1.NestedCluster, o *observation, now time.Time) slee
 		if !ok {
 			continue
 		}
-		if v := observeWorkload(w, 0, false).status.Version; v != "" && v != in.Spec.Version {
+		if v := observeWorkload(w, 0, false).status.Version; v != "" && v != nc.Spec.Version {
 			return s
 		}
 	}
@@ -75,15 +75,15 @@ func decideSleep(in *v1alpha1.NestedCluster, o *observation, now time.Time) slee
 // condition is True, for this generation, and no /kubeconfig request asked
 // for it since (WakeRequestedAnnotation). If the condition is True but
 // one of those ended it, woke is why.
-func inactiveSleep(in *v1alpha1.NestedCluster, now time.Time) (idle bool, woke string) {
-	c := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionInactive)
+func inactiveSleep(nc *v1alpha1.NestedCluster, now time.Time) (idle bool, woke string) {
+	c := meta.FindStatusCondition(nc.Status.Conditions, v1alpha1.ConditionInactive)
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return false, ""
 	}
-	if in.Spec.Sleep.AfterInactivity == nil || c.ObservedGeneration != in.Generation {
+	if nc.Spec.Sleep.AfterInactivity == nil || c.ObservedGeneration != nc.Generation {
 		return false, v1alpha1.ReasonSpecChanged
 	}
-	if t, err := time.Parse(time.RFC3339, in.Annotations[v1alpha1.WakeRequestedAnnotation]); err == nil &&
+	if t, err := time.Parse(time.RFC3339, nc.Annotations[v1alpha1.WakeRequestedAnnotation]); err == nil &&
 		t.After(c.LastTransitionTime.Time) && !t.After(now.Add(maxClockSkew)) {
 		return false, v1alpha1.ReasonWakeRequested
 	}
@@ -97,30 +97,34 @@ const maxClockSkew = time.Minute
 // inactiveCondition is Inactive as s leaves it, if s changes it: True
 // from the sync that found the tenant unused (observedGeneration: this
 // generation, which a spec change leaves behind), False when it wakes.
-func inactiveCondition(in *v1alpha1.NestedCluster, s sleepState) (metav1.Condition, bool) {
+func inactiveCondition(nc *v1alpha1.NestedCluster, s sleepState) (metav1.Condition, bool) {
 	switch {
 	case s.inactive:
 		return metav1.Condition{Type: v1alpha1.ConditionInactive, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNoRequests,
-			Message:            fmt.Sprintf("no request from the tenant's users or workloads for %s", in.Spec.Sleep.AfterInactivity.Duration),
-			ObservedGeneration: in.Generation, LastTransitionTime: metav1.NewTime(s.at)}, true
+			Message:            fmt.Sprintf("no request from the tenant's users or workloads for %s", nc.Spec.Sleep.AfterInactivity.Duration),
+			ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(s.at)}, true
 	case s.woke != "":
 		return metav1.Condition{Type: v1alpha1.ConditionInactive, Status: metav1.ConditionFalse, Reason: s.woke,
-			ObservedGeneration: in.Generation, LastTransitionTime: metav1.NewTime(s.at)}, true
+			ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(s.at)}, true
 	}
 	return metav1.Condition{}, false
 }
+
+// sleeper stops what a sleeping cluster leaves running.
+type sleeper struct{ *env }
 
 // lingeringPods reports whether a pod of a component that stops in its
 // sleep is still in ns (from the cache): a Deployment's status stops
 // counting a pod once it is terminating, and kube-apiserver drains for
 // seconds after that.
-func (c *Controller) lingeringPods(ctx context.Context, in *v1alpha1.NestedCluster, ns string) (bool, error) {
-	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: in.Name}))
+func (c *sleeper) lingeringPods(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (bool, error) {
+	ns := p.Namespace
+	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(labels.Set{v1alpha1.ClusterLabel: nc.Name}))
 	if err != nil {
 		return false, fmt.Errorf("listing pods in %s: %w", ns, err)
 	}
 	for _, p := range pods {
-		if builders.Sleeps(in, p.Labels[v1alpha1.ComponentLabel]) {
+		if builders.Sleeps(nc, p.Labels[v1alpha1.ComponentLabel]) {
 			return true, nil
 		}
 	}
@@ -133,20 +137,20 @@ func (c *Controller) lingeringPods(ctx context.Context, in *v1alpha1.NestedClust
 // without host pods and fails them as after an eviction, and their
 // controllers replace them; a bare pod stays Failed, as after losing its
 // node. It reports whether any still run.
-func (c *Controller) stopHostPods(ctx context.Context, in *v1alpha1.NestedCluster, comps map[string]observed) (bool, error) {
-	if in.Spec.DataPlane.Mode != v1alpha1.DataPlaneShared {
+func (c *sleeper) stopHostPods(ctx context.Context, nc *v1alpha1.NestedCluster, comps map[string]observed) (bool, error) {
+	if nc.Spec.DataPlane.Mode != v1alpha1.DataPlaneShared {
 		return false, nil
 	}
 	if s, ok := comps[v1alpha1.ComponentSyncer]; !ok || !s.done || s.status.Replicas > 0 {
 		return true, nil // the syncer is still going down; look again
 	}
-	if c := meta.FindStatusCondition(in.Status.Conditions, v1alpha1.ConditionSleeping); c != nil &&
+	if c := meta.FindStatusCondition(nc.Status.Conditions, v1alpha1.ConditionSleeping); c != nil &&
 		c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonAsleep {
 		// Settled: the pods were seen gone, and with no syncer nothing
 		// makes new ones. A settled sleep costs no read.
 		return false, nil
 	}
-	ns := provisioner.WorkloadNamespace(in)
+	ns := provisioner.WorkloadNamespace(nc)
 	// Host pods are the ones the syncer made: they carry their tenant
 	// pod's UID. Nothing else of capn's runs there.
 	req, err := labels.NewRequirement(names.TenantUIDLabel, selection.Exists, nil)
@@ -165,22 +169,22 @@ func (c *Controller) stopHostPods(ctx context.Context, in *v1alpha1.NestedCluste
 // (its lastTransitionTime says since when), False while an upgrade holds
 // it back, and False/Awake once woken. A cluster that never slept has no
 // Sleeping condition (ok false).
-func sleepCondition(in *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus, s sleepState, comps map[string]observed) (metav1.Condition, bool) {
-	c := metav1.Condition{Type: v1alpha1.ConditionSleeping, ObservedGeneration: in.Generation}
+func sleepCondition(nc *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus, s sleepState, comps map[string]observed) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: v1alpha1.ConditionSleeping, ObservedGeneration: nc.Generation}
 	switch {
 	case s.asleep:
 		c.Status, c.Reason = metav1.ConditionTrue, v1alpha1.ReasonAsleep
-		if !sleptDown(in, comps) || s.hostPods || s.lingering {
+		if !sleptDown(nc, comps) || s.hostPods || s.lingering {
 			c.Reason = v1alpha1.ReasonFallingAsleep
 		}
-		c.Message = sleepMessage(in)
+		c.Message = sleepMessage(nc)
 		if s.idle {
-			c.Message = "asleep after " + in.Spec.Sleep.AfterInactivity.Duration.String() +
+			c.Message = "asleep after " + nc.Spec.Sleep.AfterInactivity.Duration.String() +
 				" without requests (a spec change or a /kubeconfig request wakes it): " + c.Message
 		}
 	case s.asked:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonWaitingForUpgrade
-		c.Message = "the upgrade to " + in.Spec.Version + " finishes before the control plane sleeps"
+		c.Message = "the upgrade to " + nc.Spec.Version + " finishes before the control plane sleeps"
 	case meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSleeping) != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonAwake
 	default:
@@ -190,9 +194,9 @@ func sleepCondition(in *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus
 }
 
 // sleptDown: every component that stops in its sleep has no pod left.
-func sleptDown(in *v1alpha1.NestedCluster, comps map[string]observed) bool {
+func sleptDown(nc *v1alpha1.NestedCluster, comps map[string]observed) bool {
 	for name, o := range comps {
-		if builders.Sleeps(in, name) && (o.status.Replicas > 0 || !o.done) {
+		if builders.Sleeps(nc, name) && (o.status.Replicas > 0 || !o.done) {
 			return false
 		}
 	}
@@ -200,19 +204,19 @@ func sleptDown(in *v1alpha1.NestedCluster, comps map[string]observed) bool {
 }
 
 // sleepMessage says what still runs while the cluster sleeps.
-func sleepMessage(in *v1alpha1.NestedCluster) string {
+func sleepMessage(nc *v1alpha1.NestedCluster) string {
 	const stopped = "kube-apiserver, kube-controller-manager and kube-scheduler are scaled to zero"
 	dataPlane := ""
-	if in.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
+	if nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared {
 		dataPlane = "; capn-syncer too, and the tenant's pods are stopped (their controllers replace them on wake)"
 	}
-	m := in.Spec.Etcd.Managed
+	m := nc.Spec.Etcd.Managed
 	switch {
-	case in.Spec.Etcd.Pool != "":
+	case nc.Spec.Etcd.Pool != "":
 		return stopped + dataPlane + "; the pooled etcd is untouched"
 	case m == nil:
 		return stopped + dataPlane + "; the external etcd is untouched"
-	case builders.Sleeps(in, v1alpha1.ComponentEtcd):
+	case builders.Sleeps(nc, v1alpha1.ComponentEtcd):
 		return stopped + dataPlane + "; etcd is stopped too, its data kept on its PersistentVolumeClaims"
 	default:
 		return stopped + dataPlane + fmt.Sprintf("; etcd keeps running, because its %s storage would lose the data if it stopped", m.Storage.Type)

@@ -171,7 +171,7 @@ func TestSleepAfterInactivity(t *testing.T) {
 	f.c.now = func() time.Time { return clock }
 	var mu sync.Mutex
 	requests := int64(10)
-	f.c.tenantRequests = func(context.Context, string, *pki.CA) (int64, error) {
+	f.c.activity.tenantRequests = func(context.Context, string, *pki.CA) (int64, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return requests, nil
@@ -181,8 +181,8 @@ func TestSleepAfterInactivity(t *testing.T) {
 	step := func(d time.Duration) time.Duration {
 		clock = clock.Add(d)
 		f.sync()
-		f.c.tenantWG.Wait()
-		f.c.activityWG.Wait()
+		f.c.tenants.tenantWG.Wait()
+		f.c.activity.activityWG.Wait()
 		return f.sync()
 	}
 	f.sync()

@@ -207,7 +207,7 @@ func componentStatus(replicas, ready, updated int32, tpl corev1.PodTemplateSpec)
 
 // writeStatus calls UpdateStatus only when st differs from nc's status, so
 // a steady cluster costs no writes. nc is updated in place.
-func (c *Controller) writeStatus(ctx context.Context, nc *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus) (bool, error) {
+func (c *env) writeStatus(ctx context.Context, nc *v1alpha1.NestedCluster, st *v1alpha1.NestedClusterStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(nc.Status, *st) {
 		return false, nil
 	}

@@ -39,19 +39,6 @@ type SweepConfig struct {
 	MaxDeletions int
 }
 
-func (s SweepConfig) withDefaults() SweepConfig {
-	if s.GracePeriod <= 0 {
-		s.GracePeriod = DefaultOrphanGracePeriod
-	}
-	if s.Period <= 0 {
-		s.Period = DefaultOrphanSweepPeriod
-	}
-	if s.MaxDeletions <= 0 {
-		s.MaxDeletions = DefaultOrphanMaxDeletions
-	}
-	return s
-}
-
 // orphanSweep remembers since when each namespace's owner has been absent.
 // Only the sweep's own goroutine touches it.
 type orphanSweep struct {
@@ -59,10 +46,11 @@ type orphanSweep struct {
 	absentSince map[string]time.Time
 }
 
-// RunOrphanSweep sweeps every cfg.Period until ctx ends. It needs the
-// caches WatchManagement set up; call it after Run has synced them.
-func (c *Controller) RunOrphanSweep(ctx context.Context, cfg SweepConfig) {
-	s := &orphanSweep{SweepConfig: cfg.withDefaults(), absentSince: map[string]time.Time{}}
+// RunOrphanSweep sweeps every Settings.Sweep.Period until ctx ends. It
+// needs the caches WatchManagement set up; call it after Run has synced
+// them.
+func (c *ClusterController) RunOrphanSweep(ctx context.Context) {
+	s := &orphanSweep{SweepConfig: c.cfg.Sweep, absentSince: map[string]time.Time{}}
 	logger := klog.FromContext(ctx).WithName("orphan-sweep")
 	ctx = klog.NewContext(ctx, logger)
 	if c.namespaces == nil || !cache.WaitForNamedCacheSync("capn-orphan-sweep", ctx.Done(), c.synced...) {
@@ -73,7 +61,7 @@ func (c *Controller) RunOrphanSweep(ctx context.Context, cfg SweepConfig) {
 }
 
 // sweep makes one pass and returns the namespaces it deleted.
-func (c *Controller) sweep(ctx context.Context, s *orphanSweep) []string {
+func (c *ClusterController) sweep(ctx context.Context, s *orphanSweep) []string {
 	logger := klog.FromContext(ctx)
 	ncs, err := c.lister.List(labels.Everything())
 	if err != nil {
@@ -152,7 +140,7 @@ func (c *Controller) sweep(ctx context.Context, s *orphanSweep) []string {
 		// The Shared cluster's syncer ClusterRoleBinding is cluster-scoped:
 		// it goes with the namespace, or nothing would ever remove it.
 		owner := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{UID: types.UID(ns.Labels[provisioner.OwnerUIDLabel])}}
-		if err := c.deleteSyncerBinding(ctx, owner); err != nil {
+		if err := c.finalizer.deleteSyncerBinding(ctx, owner); err != nil {
 			logger.Error(err, "Deleting an orphaned syncer ClusterRoleBinding", "ownerUID", owner.UID)
 		}
 		absent := now.Sub(s.absentSince[ns.Name]).Round(time.Second)

@@ -38,7 +38,7 @@ func newSweepFixture(t *testing.T, cfg SweepConfig, namespaces ...*corev1.Namesp
 		require.NoError(t, err)
 		require.NoError(t, f.c.namespaces.Add(created))
 	}
-	f.s = &orphanSweep{SweepConfig: cfg.withDefaults(), absentSince: map[string]time.Time{}}
+	f.s = &orphanSweep{SweepConfig: Settings{Sweep: cfg}.Complete().Sweep, absentSince: map[string]time.Time{}}
 	return f
 }
 

@@ -23,7 +23,7 @@ const managedEtcdPrefix = "/registry/"
 // a managed etcd through its client Service as the apiserver's etcd
 // client; a pooled tenant as its own pool user, which may read and write
 // only its prefix. An external etcd is not capn's to read.
-func (c *Controller) tenantEtcd(ctx context.Context, in *v1alpha1.NestedCluster, ns string) (*clientv3.Client, string, error) {
+func (c *etcdAccess) tenantEtcd(ctx context.Context, nc *v1alpha1.NestedCluster, ns string) (*clientv3.Client, string, error) {
 	secret := func(name string) (map[string][]byte, error) {
 		live, err := c.mgmt.Get(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 		if err != nil {
@@ -32,21 +32,21 @@ func (c *Controller) tenantEtcd(ctx context.Context, in *v1alpha1.NestedCluster,
 		return live.(*corev1.Secret).Data, nil
 	}
 	switch {
-	case in.Spec.Etcd.Pool != "":
+	case nc.Spec.Etcd.Pool != "":
 		if c.pools == nil {
-			return nil, "", fmt.Errorf("NestedEtcdPool %q: this capn serves no pools", in.Spec.Etcd.Pool)
+			return nil, "", fmt.Errorf("NestedEtcdPool %q: this capn serves no pools", nc.Spec.Etcd.Pool)
 		}
-		pool, err := c.pools.Get(in.Spec.Etcd.Pool)
+		pool, err := c.pools.Get(nc.Spec.Etcd.Pool)
 		if err != nil {
-			return nil, "", fmt.Errorf("NestedEtcdPool %q: %w", in.Spec.Etcd.Pool, err)
+			return nil, "", fmt.Errorf("NestedEtcdPool %q: %w", nc.Spec.Etcd.Pool, err)
 		}
 		d, err := secret(provisioner.SecretPoolEtcdClient)
 		if err != nil {
 			return nil, "", err
 		}
 		cli, err := etcdpool.Dial(pool.Spec.Endpoints, d[corev1.ServiceAccountRootCAKey], d[corev1.TLSCertKey], d[corev1.TLSPrivateKeyKey])
-		return cli, etcdpool.For(in.UID).Prefix, err
-	case in.Spec.Etcd.Managed != nil:
+		return cli, etcdpool.For(nc.UID).Prefix, err
+	case nc.Spec.Etcd.Managed != nil:
 		svc, err := c.mgmt.Get(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.EtcdName}})
 		if err != nil {
 			return nil, "", fmt.Errorf("getting the etcd Service: %w", err)
@@ -61,7 +61,7 @@ func (c *Controller) tenantEtcd(ctx context.Context, in *v1alpha1.NestedCluster,
 		}
 		// By ClusterIP: the etcd serving certificate names it, and gRPC
 		// checks the certificate against the endpoint's host.
-		url := provisioner.EtcdClientURL(in, provisioner.Addresses{Namespace: ns, EtcdServiceIP: svc.(*corev1.Service).Spec.ClusterIP}, profiles.EtcdClientPort)
+		url := provisioner.EtcdClientURL(nc, provisioner.Addresses{Namespace: ns, EtcdServiceIP: svc.(*corev1.Service).Spec.ClusterIP}, profiles.EtcdClientPort)
 		cli, err := etcdpool.Dial([]string{url}, ca[corev1.TLSCertKey], client[corev1.TLSCertKey], client[corev1.TLSPrivateKeyKey])
 		return cli, managedEtcdPrefix, err
 	}

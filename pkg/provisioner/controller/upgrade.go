@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,10 +43,6 @@ import (
 // component does roll out after all (say, its image became pullable): it
 // is then done like any other step and the upgrade goes on.
 
-// DefaultUpgradeStepTimeout is how long a component may take to roll out
-// before the upgrade halts with Degraded (Options.UpgradeStepTimeout).
-const DefaultUpgradeStepTimeout = 10 * time.Minute
-
 // upgradeOrder is the forward order (etcd is not upgraded).
 var upgradeOrder = v1alpha1.UpgradeOrder()
 
@@ -82,9 +77,14 @@ func (u *upgrade) event(typ, reason, message string) {
 // planUpgrade works out the version each component renders at, from the
 // sync's observation of the three Deployments; only when a step has
 // stalled does it read their pods.
-func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string, o *observation) (*upgrade, error) {
-	target := in.Spec.Version
-	comps := componentStates(in, o)
+// upgrader runs ordered upgrades, one component per step
+// (upgrade_pods.go diagnoses a stuck step).
+type upgrader struct{ *env }
+
+func (c *upgrader) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) (*upgrade, error) {
+	ns := p.Namespace
+	target := nc.Spec.Version
+	comps := componentStates(nc, o)
 	var err error
 	prev := nc.Status.Upgrade
 	running := prev != nil && prev.FinishedAt == nil
@@ -156,8 +156,8 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 	}
 	u.status.Component = u.active.name
 	step := lastStep(u.status, u.active.name)
-	if !u.active.done && step.StartedAt != nil && !now.Time.Before(step.StartedAt.Add(c.upgradeStepTimeout())) {
-		if u.stalled, err = c.diagnose(ctx, in, ns, u.active, target); err != nil {
+	if !u.active.done && step.StartedAt != nil && !now.Time.Before(step.StartedAt.Add(c.cfg.UpgradeStepTimeout)) {
+		if u.stalled, err = c.diagnose(ctx, nc, ns, u.active, target); err != nil {
 			return nil, err
 		}
 	}
@@ -166,8 +166,8 @@ func (c *Controller) planUpgrade(ctx context.Context, nc *v1alpha1.NestedCluster
 
 // componentStates is the kube-* components in upgradeOrder as the
 // observation shows them.
-func componentStates(in *v1alpha1.NestedCluster, o *observation) []*componentState {
-	comps := o.components(in)
+func componentStates(nc *v1alpha1.NestedCluster, o *observation) []*componentState {
+	comps := o.components(nc)
 	out := make([]*componentState, 0, len(upgradeOrder))
 	for _, name := range upgradeOrder {
 		cs := comps[name]
@@ -201,7 +201,7 @@ func newer(a, b string) bool {
 
 // startStep records that cs is being rolled to target, unless its last
 // step already says so (a step in progress, seen again on a later sync).
-func (c *Controller) startStep(u *upgrade, cs *componentState, target string, now metav1.Time) {
+func (c *upgrader) startStep(u *upgrade, cs *componentState, target string, now metav1.Time) {
 	if s := lastStep(u.status, cs.name); s != nil && s.Version == target && s.FinishedAt == nil {
 		return
 	}
@@ -210,7 +210,7 @@ func (c *Controller) startStep(u *upgrade, cs *componentState, target string, no
 }
 
 // finishStep closes cs's step once it is fully at target.
-func (c *Controller) finishStep(u *upgrade, cs *componentState, target string, now metav1.Time) {
+func (c *upgrader) finishStep(u *upgrade, cs *componentState, target string, now metav1.Time) {
 	s := lastStep(u.status, cs.name)
 	if s == nil || s.Version != target || s.FinishedAt != nil {
 		return

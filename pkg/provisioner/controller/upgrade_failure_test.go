@@ -107,7 +107,7 @@ func stuckPod(f *upgradeFixture) *corev1.Pod {
 // component never starts; a rollback clears it.
 func TestUpgradeStepDeadline(t *testing.T) {
 	f := newUpgradeFixture(t)
-	f.c.stepTimeout = 5 * time.Minute
+	f.c.cfg.UpgradeStepTimeout = 5 * time.Minute
 	f.setVersion(newVersion)
 	f.step()
 	f.rollout(provisioner.APIServerName, false)

@@ -42,7 +42,7 @@ func newUpgradeFixture(t *testing.T) *upgradeFixture {
 	f.step()
 	f.markReady()
 	f.step()
-	f.c.tenantWG.Wait() // the tenant bootstrap the apiserver's readiness started
+	f.c.tenants.tenantWG.Wait() // the tenant bootstrap the apiserver's readiness started
 	f.step()
 	if f.nc.Status.Phase != v1alpha1.PhaseReady {
 		t.Fatalf("setup: phase %q, want Ready", f.nc.Status.Phase)

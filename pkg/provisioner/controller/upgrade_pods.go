@@ -23,13 +23,13 @@ import (
 //	kube-apiserver: ImagePullBackOff (Back-off pulling image ...)
 //
 // Pods are read only here, when a step has already missed its deadline.
-func (c *Controller) diagnose(ctx context.Context, in *v1alpha1.NestedCluster, ns string, cs *componentState, target string) (string, error) {
-	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(in, cs.name)))
+func (c *upgrader) diagnose(ctx context.Context, nc *v1alpha1.NestedCluster, ns string, cs *componentState, target string) (string, error) {
+	pods, err := c.mgmt.ListPods(ctx, ns, labels.SelectorFromSet(provisioner.SelectorLabels(nc, cs.name)))
 	if err != nil {
 		return "", fmt.Errorf("listing %s pods: %w", cs.name, err)
 	}
 	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	deadline := fmt.Sprintf("not rolled out to %s within %s", target, c.upgradeStepTimeout())
+	deadline := fmt.Sprintf("not rolled out to %s within %s", target, c.cfg.UpgradeStepTimeout)
 	for i := range pods {
 		p := &pods[i]
 		if p.Annotations[provisioner.VersionAnnotation] != target || p.DeletionTimestamp != nil || podReady(p) {

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,11 +87,4 @@ func completeReason(st *v1alpha1.UpgradeStatus) string {
 		return "RollbackComplete"
 	}
 	return "UpgradeComplete"
-}
-
-func (c *Controller) upgradeStepTimeout() time.Duration {
-	if c.stepTimeout > 0 {
-		return c.stepTimeout
-	}
-	return DefaultUpgradeStepTimeout
 }

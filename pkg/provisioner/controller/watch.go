@@ -22,7 +22,7 @@ import (
 // object in any other namespace is ignored, whatever its labels say, and
 // the owner is read from its namespace's labels, never from the object's
 // (which whoever can write the object can set).
-func (c *Controller) WatchManagement(namespaces cache.SharedIndexInformer, informers ...cache.SharedIndexInformer) error {
+func (c *ClusterController) WatchManagement(namespaces cache.SharedIndexInformer, informers ...cache.SharedIndexInformer) error {
 	c.namespaces = namespaces.GetIndexer()
 	informers = append([]cache.SharedIndexInformer{namespaces}, informers...)
 	handler := cache.ResourceEventHandlerFuncs{
@@ -40,7 +40,7 @@ func (c *Controller) WatchManagement(namespaces cache.SharedIndexInformer, infor
 }
 
 // WaitFor adds informers a sync reads from but does not react to.
-func (c *Controller) WaitFor(informers ...cache.SharedIndexInformer) {
+func (c *ClusterController) WaitFor(informers ...cache.SharedIndexInformer) {
 	for _, inf := range informers {
 		c.synced = append(c.synced, inf.HasSynced)
 	}
@@ -53,7 +53,7 @@ func (c *Controller) WaitFor(informers ...cache.SharedIndexInformer) {
 // there as anything; only namespaces are created by capn alone. A
 // cluster-scoped object (the syncer's ClusterRoleBinding) names its owner
 // in its own labels, which capn's admission policy reserves to capn.
-func (c *Controller) enqueueOwner(obj any) {
+func (c *ClusterController) enqueueOwner(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}

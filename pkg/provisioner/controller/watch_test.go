@@ -34,7 +34,7 @@ func TestEnqueueOwner(t *testing.T) {
 		{"no owner", &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{provisioner.ManagedByLabel: provisioner.ManagedByValue}}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Controller{queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+			c := &ClusterController{queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 				namespaces: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
 			if err := c.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "capn-team-a-demo-x", Labels: owned}}); err != nil {
 				t.Fatal(err)

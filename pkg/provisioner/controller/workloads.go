@@ -27,14 +27,20 @@ import (
 // by field with the desired one would always differ.
 const SpecHashAnnotation = "capn.dev/spec-hash"
 
-// ensureServices applies the Services first: their ClusterIPs go into the
-// certificates and flags of everything else (Params). Services do not
-// depend on the rest of Params, so rendering with only the namespace is
-// exact.
-func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, ns string, pool *builders.EtcdPool) (builders.Params, error) {
-	p := builders.Params{Namespace: ns, Placement: c.placement, TemplateRevision: c.templateRevision, DataPlane: c.dataPlane, EtcdPool: pool,
-		CapnNamespace: c.capnNamespace}
-	objs, err := builders.All(in, p)
+// workloads renders and applies the control plane's objects and observes
+// them (namespace.go, observation.go, images.go, prune.go).
+type workloads struct {
+	*env
+	placement builders.Placement
+	dataPlane builders.DataPlane
+}
+
+// ensureServices applies the Services first and returns p with their
+// addresses: the ClusterIPs go into the certificates and flags of
+// everything else. Services do not depend on the addresses, so rendering
+// them without is exact.
+func (c *workloads) ensureServices(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params) (builders.Params, error) {
+	objs, err := builders.All(nc, p)
 	if err != nil {
 		return p, fmt.Errorf("rendering: %w", err)
 	}
@@ -69,12 +75,12 @@ func (c *Controller) ensureServices(ctx context.Context, nc *v1alpha1.NestedClus
 // (ensured before, since the rest depends on them). o is the sync's
 // observation: its workloads size the quota during a rollout, and what is
 // applied here replaces them in it.
-func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, in *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
-	objs, err := renderAtRevisions(in, p, o)
+func (c *workloads) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) error {
+	objs, err := renderAtRevisions(nc, p, o)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
 	}
-	quotaForRollout(in, p, objs, o.live())
+	quotaForRollout(nc, p, objs, o.live())
 	var applied []string
 	for _, obj := range objs {
 		switch obj.(type) {
@@ -106,12 +112,12 @@ func (c *Controller) ensureWorkloads(ctx context.Context, nc *v1alpha1.NestedClu
 // A workload whose pod template changes anyway (a spec edit, an upgrade
 // step, a renewed certificate, a hand edit being repaired) moves to the
 // target revision in the same roll; none moves back to an older one.
-func renderAtRevisions(in *v1alpha1.NestedCluster, p builders.Params, o *observation) ([]builders.Object, error) {
+func renderAtRevisions(nc *v1alpha1.NestedCluster, p builders.Params, o *observation) ([]builders.Object, error) {
 	p.Revisions = builders.TemplateRevisions{}
 	for component, live := range o.workloads {
 		p.Revisions[component] = builders.RevisionOf(live)
 	}
-	objs, err := builders.All(in, p)
+	objs, err := builders.All(nc, p)
 	if err != nil {
 		return nil, err
 	}
@@ -139,24 +145,24 @@ func renderAtRevisions(in *v1alpha1.NestedCluster, p builders.Params, o *observa
 	if !moved {
 		return objs, nil
 	}
-	return builders.All(in, p)
+	return builders.All(nc, p)
 }
 
 // quotaForRollout re-renders the ResourceQuota in objs from the rendered
 // workloads and the live ones: while a change that lowers a component's
 // resources rolls out, its old pods still count at the old size, and a
 // quota of the new size alone would refuse the new pods and stall it.
-func quotaForRollout(in *v1alpha1.NestedCluster, p builders.Params, objs, live []builders.Object) {
+func quotaForRollout(nc *v1alpha1.NestedCluster, p builders.Params, objs, live []builders.Object) {
 	for i, o := range objs {
 		// The control plane's quota only: the workload namespace's comes
 		// from spec.dataPlane.quota, not from the workloads.
 		if _, ok := o.(*corev1.ResourceQuota); ok && o.GetName() == builders.ResourceQuotaName {
-			objs[i] = builders.ResourceQuota(in, p, append(slices.Clone(objs), live...))
+			objs[i] = builders.ResourceQuota(nc, p, append(slices.Clone(objs), live...))
 		}
 	}
 }
 
-func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {
+func (c *env) reportApplied(ctx context.Context, nc *v1alpha1.NestedCluster, applied []string) {
 	if len(applied) == 0 {
 		return
 	}
@@ -170,7 +176,7 @@ func (c *Controller) reportApplied(ctx context.Context, nc *v1alpha1.NestedClust
 // an unchanged cluster costs no write. It returns the live (or applied)
 // object and whether it wrote. obj gains the hash annotation, which makes
 // any change to the rendered object visible on the live one.
-func (c *Controller) applyIfChanged(ctx context.Context, obj builders.Object) (builders.Object, bool, error) {
+func (c *env) applyIfChanged(ctx context.Context, obj builders.Object) (builders.Object, bool, error) {
 	hash, err := specHash(obj)
 	if err != nil {
 		return nil, false, err

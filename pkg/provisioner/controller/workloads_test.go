@@ -75,12 +75,12 @@ func TestWorkloadsRepairHashDrift(t *testing.T) {
 }
 
 func TestSpecHashStable(t *testing.T) {
-	in := testCluster()
-	a, err := specHash(builders.Namespace(in, builders.Params{}))
+	nc := testCluster()
+	a, err := specHash(builders.Namespace(nc, builders.Params{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := specHash(builders.Namespace(in, builders.Params{}))
+	b, _ := specHash(builders.Namespace(nc, builders.Params{}))
 	if a != b || a == "" {
 		t.Errorf("hash not stable: %q vs %q", a, b)
 	}
