@@ -181,7 +181,7 @@ func syncCopy[O any, T object[O], G namespaceGetter[T]](ctx context.Context, key
 const gcKey = "gc"
 
 // gcKind removes host ConfigMaps and Secrets no host pod references any
-// more, when podKind deletes a host pod.
+// more, once a host pod is gone.
 type gcKind struct {
 	*Syncer
 	q queue
@@ -189,7 +189,15 @@ type gcKind struct {
 
 func (k *gcKind) name() string { return kindGC }
 
-func (k *gcKind) register(r *registrar) { k.q = r.queue(kindGC) }
+// register collects when a host pod leaves the cache, not when the syncer
+// asks for its deletion: a terminating pod still holds its references,
+// and its removal is the last event there is about it.
+func (k *gcKind) register(r *registrar) {
+	k.q = r.queue(kindGC)
+	_, _ = k.host.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(any) { k.q.AddAfter(gcKey, time.Second) },
+	})
+}
 
 func (k *gcKind) sync(ctx context.Context, _ string) error { return k.collect(ctx) }
 

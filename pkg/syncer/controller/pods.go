@@ -56,14 +56,12 @@ type podKind struct {
 	*Syncer
 	// q is its own queue: token refreshes requeue the pod when due.
 	q queue
-	// gc collects the references a deleted host pod leaves behind.
-	gc queue
 }
 
 func (k *podKind) name() string { return kindPods }
 
 func (k *podKind) register(r *registrar) {
-	k.q, k.gc = r.queue(kindPods), r.queue(kindGC)
+	k.q = r.queue(kindPods)
 	handle(k.tenant.Core().V1().Pods().Informer(), func(obj any) { k.q.Add(key(obj)) })
 }
 
@@ -297,8 +295,8 @@ func (k *podKind) finishDeletion(ctx context.Context, tenant, host *corev1.Pod) 
 }
 
 // deleteHostPod deletes host (the UID precondition keeps it from hitting
-// a newer pod of the same name) and its own Secret, and queues the
-// collection of references no pod needs any more.
+// a newer pod of the same name); gcKind collects what it referenced once
+// it is gone.
 func (k *podKind) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *int64) error {
 	if host.DeletionTimestamp == nil {
 		err := k.o.Host.CoreV1().Pods(host.Namespace).Delete(ctx, host.Name, metav1.DeleteOptions{
@@ -309,7 +307,6 @@ func (k *podKind) deleteHostPod(ctx context.Context, host *corev1.Pod, grace *in
 			return fmt.Errorf("deleting host pod %s: %w", host.Name, err)
 		}
 	}
-	k.gc.AddAfter(gcKey, time.Second)
 	return nil
 }
 

@@ -88,9 +88,7 @@ func TestSyncPodStatusHandsTheRestToSyncPod(t *testing.T) {
 func TestFinishDeletionCapsTheHostGracePeriod(t *testing.T) {
 	host := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testWorkloads, Name: names.Host("shop", "web-0"), UID: "host-uid"}}
 	client := fake.NewClientset(host)
-	k := &podKind{Syncer: &Syncer{o: Options{WorkloadNamespace: testWorkloads, Host: client}},
-		gc: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
-	t.Cleanup(k.gc.ShutDown)
+	k := &podKind{Syncer: &Syncer{o: Options{WorkloadNamespace: testWorkloads, Host: client}}}
 	now := metav1.Now()
 	tenant := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "tenant-uid",
 		DeletionTimestamp: &now, DeletionGracePeriodSeconds: ptr.To[int64](100000)}}

@@ -54,3 +54,26 @@ func TestCrossKindEnqueue(t *testing.T) {
 	k, _ = s.reg.queue(kindDNS).Get()
 	assert.Equal(t, dnsKey, k)
 }
+
+// The last event about a host pod is its removal: the collector runs then,
+// whoever deleted it, since a terminating pod still held its references
+// when the syncer asked for its deletion.
+func TestHostPodRemovalCollects(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testWorkloads, Name: "p",
+		Labels: map[string]string{managedByLabel: names.ManagedByValue}}}
+	host := fake.NewClientset(pod)
+	s := New(Options{Tenant: fake.NewClientset(), Host: host, WorkloadNamespace: testWorkloads})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	t.Cleanup(s.reg.shutDown)
+	s.host.Start(ctx.Done())
+	for typ, ok := range s.host.WaitForCacheSync(ctx.Done()) {
+		require.True(t, ok, "%v", typ)
+	}
+	gc := s.reg.queue(kindGC)
+	require.Zero(t, gc.Len(), "nothing to collect while the pod is there")
+	require.NoError(t, host.CoreV1().Pods(testWorkloads).Delete(ctx, "p", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return gc.Len() == 1 }, 5*time.Second, 10*time.Millisecond)
+	k, _ := gc.Get()
+	assert.Equal(t, gcKey, k)
+}
