@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
@@ -55,27 +56,31 @@ func (s *Syncer) hostCopies() (translate.Copies, error) {
 // when they exist.
 func (s *Syncer) wantedCopies(ns string, res *translate.Result) (translate.Copies, error) {
 	out := translate.Copies{}
-	for _, name := range res.ConfigMaps {
-		cm, err := s.tenantConfigMaps.ConfigMaps(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[translate.CopyKey{Name: names.Host(ns, name)}] = translate.ConfigMapSize(translate.HostConfigMap(cm, s.o.WorkloadNamespace))
+	ws := s.o.WorkloadNamespace
+	if err := addWanted(out, false, ns, res.ConfigMaps, s.tenantConfigMaps.ConfigMaps(ns).Get,
+		func(cm *corev1.ConfigMap) int64 { return translate.ConfigMapSize(translate.HostConfigMap(cm, ws)) }); err != nil {
+		return nil, err
 	}
-	for _, name := range res.Secrets {
-		sec, err := s.tenantSecrets.Secrets(ns).Get(name)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[translate.CopyKey{Secret: true, Name: names.Host(ns, name)}] = translate.SecretSize(translate.HostSecret(sec, s.o.WorkloadNamespace))
+	if err := addWanted(out, true, ns, res.Secrets, s.tenantSecrets.Secrets(ns).Get,
+		func(sec *corev1.Secret) int64 { return translate.SecretSize(translate.HostSecret(sec, ws)) }); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// addWanted adds the copies of the tenant objects refs of namespace ns.
+func addWanted[T any](out translate.Copies, secret bool, ns string, refs []string, get func(string) (T, error), size func(T) int64) error {
+	for _, name := range refs {
+		o, err := get(name)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		out[translate.CopyKey{Secret: secret, Name: names.Host(ns, name)}] = size(o)
+	}
+	return nil
 }
 
 // checkCopies is the refusal of a pod whose references would take the

@@ -20,23 +20,15 @@ type Copies map[CopyKey]int64
 // ConfigMapSize is what a ConfigMap copy holds: its keys and values, as
 // the API server's 1MiB bound on one object counts them.
 func ConfigMapSize(cm *corev1.ConfigMap) int64 {
-	var n int64
-	for k, v := range cm.Data {
-		n += int64(len(k) + len(v))
-	}
-	for k, v := range cm.BinaryData {
-		n += int64(len(k) + len(v))
-	}
-	return n
+	return entriesSize(cm.Data) + entriesSize(cm.BinaryData)
 }
 
 // SecretSize is ConfigMapSize for a Secret.
-func SecretSize(s *corev1.Secret) int64 {
+func SecretSize(s *corev1.Secret) int64 { return entriesSize(s.Data) + entriesSize(s.StringData) }
+
+func entriesSize[V string | []byte](m map[string]V) int64 {
 	var n int64
-	for k, v := range s.Data {
-		n += int64(len(k) + len(v))
-	}
-	for k, v := range s.StringData {
+	for k, v := range m {
 		n += int64(len(k) + len(v))
 	}
 	return n
