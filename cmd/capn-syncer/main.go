@@ -91,6 +91,10 @@ func syncerOptions(o *options) (controller.Options, error) {
 	if err != nil || maxEmptyDir.Sign() <= 0 {
 		return so, fmt.Errorf("--%s %q is not a positive quantity", cmdsyncer.FlagMaxEmptyDirSize, o.MaxEmptyDirSize)
 	}
+	maxCopied, err := resource.ParseQuantity(o.MaxCopiedBytes)
+	if err != nil || maxCopied.Sign() <= 0 {
+		return so, fmt.Errorf("--%s %q is not a positive quantity", cmdsyncer.FlagMaxCopiedBytes, o.MaxCopiedBytes)
+	}
 	if net.ParseIP(o.TenantNameserver) == nil {
 		return so, fmt.Errorf("--%s %q is not an IP address", cmdsyncer.FlagTenantNameserver, o.TenantNameserver)
 	}
@@ -122,6 +126,7 @@ func syncerOptions(o *options) (controller.Options, error) {
 		HostNodeSelector:  sel,
 		HostTolerations:   tols,
 		Workers:           o.Workers,
+		MaxCopiedBytes:    maxCopied,
 		Pod: translate.Context{
 			APIServerHost: host, APIServerPort: int32(port),
 			Nameserver: o.TenantNameserver, DNSDomain: o.TenantDNSDomain,

@@ -12,7 +12,7 @@ import (
 func valid() *options {
 	return &options{TenantKubeconfig: "k", WorkloadNamespace: "w", TenantAPIServerAddress: "10.96.0.5:6443", TenantNameserver: "10.96.0.10",
 		TenantPodSecurity: "restricted", HostTolerations: "kwok.x-k8s.io/node=fake:NoSchedule, dedicated", AllowedRuntimeClasses: "runc,,gvisor",
-		MaxEmptyDirSize: "2Gi"}
+		MaxEmptyDirSize: "2Gi", MaxCopiedBytes: "32Mi"}
 }
 
 func TestSyncerOptions(t *testing.T) {
@@ -29,6 +29,7 @@ func TestSyncerOptions(t *testing.T) {
 	assert.False(t, so.DNS.Enabled)
 	assert.False(t, so.Pod.AllowNetRaw, "NET_RAW is dropped unless the provider allows it")
 	assert.Equal(t, "2Gi", so.Pod.MaxEmptyDirSize.String())
+	assert.Equal(t, "32Mi", so.MaxCopiedBytes.String())
 
 	o := valid()
 	o.DNSAddon, o.DNSImage, o.DNSUpstreams, o.TenantDNSDomain = true, "registry.example/coredns:v1", "10.0.0.53", "cluster.local"
@@ -58,6 +59,7 @@ func TestSyncerOptionsRefused(t *testing.T) {
 		"dns no image":      func(o *options) { o.DNSAddon, o.DNSImage = true, "" },
 		"emptyDir bound":    func(o *options) { o.MaxEmptyDirSize = "lots" },
 		"emptyDir zero":     func(o *options) { o.MaxEmptyDirSize = "0" },
+		"copied bytes":      func(o *options) { o.MaxCopiedBytes = "-1" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := valid()

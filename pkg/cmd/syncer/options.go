@@ -33,6 +33,7 @@ const (
 	FlagMaxTerminationGracePeriod = "max-termination-grace-period"
 	FlagAllowNetRaw               = "allow-net-raw"
 	FlagMaxEmptyDirSize           = "max-empty-dir-size"
+	FlagMaxCopiedBytes            = "max-copied-bytes"
 	FlagWorkers                   = "workers"
 	FlagQPS                       = "qps"
 	FlagBurst                     = "burst"
@@ -74,6 +75,7 @@ type Options struct {
 	MaxTerminationGracePeriod int64
 	AllowNetRaw               bool
 	MaxEmptyDirSize           string
+	MaxCopiedBytes            string
 	Workers                   int
 	QPS                       float64
 	Burst                     int
@@ -104,6 +106,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&o.MaxTerminationGracePeriod, FlagMaxTerminationGracePeriod, o.MaxTerminationGracePeriod, "Largest terminationGracePeriodSeconds a tenant pod may ask for.")
 	fs.BoolVar(&o.AllowNetRaw, FlagAllowNetRaw, o.AllowNetRaw, "Keep the container runtime's default CAP_NET_RAW in tenant containers; false drops it from every host container, so a tenant cannot forge packets on a network it shares with other tenants.")
 	fs.StringVar(&o.MaxEmptyDirSize, FlagMaxEmptyDirSize, o.MaxEmptyDirSize, "Largest emptyDir sizeLimit a tenant pod may ask for (a quantity), and the sizeLimit of emptyDirs that set none.")
+	fs.StringVar(&o.MaxCopiedBytes, FlagMaxCopiedBytes, o.MaxCopiedBytes, "Bound on the total bytes (keys and values, a quantity) of the tenant ConfigMaps and Secrets copied to the management cluster; a pod that would exceed it is refused, and a copy that would grow past it keeps its old content.")
 	fs.IntVar(&o.Workers, FlagWorkers, o.Workers, "Workers per queue.")
 	fs.Float64Var(&o.QPS, FlagQPS, o.QPS, "Client QPS to each apiserver.")
 	fs.IntVar(&o.Burst, FlagBurst, o.Burst, "Client burst to each apiserver.")
@@ -127,6 +130,7 @@ func Defaults() *Options {
 		TenantPodSecurity:         "baseline",
 		MaxTerminationGracePeriod: names.MaxGracePeriodSeconds,
 		MaxEmptyDirSize:           names.MaxEmptyDirSize,
+		MaxCopiedBytes:            names.MaxCopiedBytes,
 		Workers:                   2,
 		QPS:                       50,
 		Burst:                     100,

@@ -70,9 +70,13 @@ func DefaultWorkloadQuota() corev1.ResourceList {
 		corev1.ResourceRequestsMemory: resource.MustParse("8Gi"),
 		corev1.ResourceLimitsCPU:      resource.MustParse("8"),
 		corev1.ResourceLimitsMemory:   resource.MustParse("16Gi"),
-		corev1.ResourceServices:       resource.MustParse("50"),
-		corev1.ResourceConfigMaps:     resource.MustParse("100"),
-		corev1.ResourceSecrets:        resource.MustParse("100"),
+		// The node's disk the tenant's containers may claim: every
+		// container has a request and limit (the LimitRange's defaults).
+		corev1.ResourceRequestsEphemeralStorage: resource.MustParse("10Gi"),
+		corev1.ResourceLimitsEphemeralStorage:   resource.MustParse("20Gi"),
+		corev1.ResourceServices:                 resource.MustParse("50"),
+		corev1.ResourceConfigMaps:               resource.MustParse("100"),
+		corev1.ResourceSecrets:                  resource.MustParse("100"),
 	}
 }
 
@@ -269,10 +273,13 @@ func WorkloadNamespace(nc *v1alpha1.NestedCluster, p Params) []Object {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
 		ObjectMeta: meta(WorkloadPolicyName),
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
-			Type:           corev1.LimitTypeContainer,
-			DefaultRequest: requests("10m", "32Mi"),
-			Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"),
-				corev1.ResourceMemory: resource.MustParse("256Mi")},
+			Type: corev1.LimitTypeContainer,
+			// Ephemeral storage too: without a limit, a container's logs
+			// and writable layer may fill the node's disk under other
+			// tenants' pods, and the quota's ephemeral-storage items
+			// refuse containers that set none.
+			DefaultRequest: limitRangeDefaults(resource.MustParse("10m"), resource.MustParse("32Mi"), resource.MustParse("64Mi")),
+			Default:        limitRangeDefaults(resource.MustParse("1"), resource.MustParse("256Mi"), resource.MustParse("1Gi")),
 		}}},
 	}
 	quota := &corev1.ResourceQuota{

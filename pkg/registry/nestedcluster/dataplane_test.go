@@ -16,8 +16,9 @@ import (
 )
 
 var dataPlanePolicy = nestedcluster.Policy{DataPlane: nestedcluster.DataPlanePolicy{
-	ServiceCIDR:  "10.96.0.0/16",
-	QuotaMax:     corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100"), corev1.ResourceRequestsCPU: resource.MustParse("8")},
+	ServiceCIDR: "10.96.0.0/16",
+	QuotaMax: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100"), corev1.ResourceRequestsCPU: resource.MustParse("8"),
+		corev1.ResourceRequestsEphemeralStorage: resource.MustParse("20Gi")},
 	SyncerImages: []string{"registry.example/capn-syncer:v2"},
 }}
 
@@ -78,6 +79,21 @@ func TestQuotaIsCappedAndAllowListed(t *testing.T) {
 	assert.Empty(t, s.ValidateUpdate(context.Background(), updated, old))
 	updated.Spec.DataPlane.Quota[corev1.ResourcePods] = resource.MustParse("102")
 	assert.Equal(t, []string{"spec.dataPlane.quota[pods]"}, paths(s.ValidateUpdate(context.Background(), updated, old)))
+}
+
+func TestQuotaBoundsEphemeralStorage(t *testing.T) {
+	s := nestedcluster.NewStrategy(apiserver.Scheme, dataPlanePolicy)
+	nc := newCluster(t, "team-a", "a", "")
+	nc.Spec.DataPlane.Quota = corev1.ResourceList{
+		corev1.ResourceRequestsEphemeralStorage: resource.MustParse("20Gi"),
+		corev1.ResourceLimitsEphemeralStorage:   resource.MustParse("40Gi"),
+	}
+	s.PrepareForCreate(context.Background(), nc)
+	assert.Empty(t, s.Validate(context.Background(), nc), "the node's disk is a quota item a tenant may set")
+
+	nc.Spec.DataPlane.Quota[corev1.ResourceRequestsEphemeralStorage] = resource.MustParse("21Gi")
+	assert.Equal(t, []string{"spec.dataPlane.quota[requests.ephemeral-storage]"}, paths(s.Validate(context.Background(), nc)),
+		"capped by the provider's maximum like the others")
 }
 
 func TestSyncerImageOnTheProvidersList(t *testing.T) {

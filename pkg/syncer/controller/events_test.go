@@ -51,7 +51,7 @@ func podEvent(host *corev1.Pod, reason string, count int32, last time.Time) *cor
 	return &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: host.Namespace, Name: host.Name + "." + reason, UID: types.UID("ev-uid-" + reason)},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: host.Namespace, Name: host.Name, UID: host.UID, FieldPath: "spec.containers{web}"},
-		Type:           corev1.EventTypeWarning, Reason: reason, Message: "Failed to pull image \"x\": pod " + host.Namespace + "/" + host.Name,
+		Type:           corev1.EventTypeWarning, Reason: reason, Message: "Error: cannot start the container of pod " + host.Namespace + "/" + host.Name,
 		Count: count, LastTimestamp: metav1.NewTime(last),
 	}
 }
@@ -76,7 +76,7 @@ func TestMirrorEventOncePerCount(t *testing.T) {
 	s.mirrorEvent(log, ev, false)
 	got := drain(rec)
 	require.Len(t, got, 1)
-	assert.Equal(t, `Warning Failed Failed to pull image "x": pod shop/web-0 involvedObject{kind=Pod,apiVersion=v1}`, got[0])
+	assert.Equal(t, `Warning Failed Error: cannot start the container of pod shop/web-0 involvedObject{kind=Pod,apiVersion=v1}`, got[0])
 
 	s.mirrorEvent(log, ev.DeepCopy(), false)
 	assert.Empty(t, drain(rec), "an update with the same count (a relist) is not news")
@@ -87,6 +87,18 @@ func TestMirrorEventOncePerCount(t *testing.T) {
 	assert.Len(t, drain(rec), 1, "a higher count is mirrored, once")
 	s.mirrorEvent(log, ev, false)
 	assert.Empty(t, drain(rec), "a stale copy at a lower count is not")
+}
+
+func TestMirrorEventHidesThePullError(t *testing.T) {
+	s, host, rec := eventSyncer(t)
+	ev := podEvent(host, "Failed", 1, testNow)
+	ev.Message = `Failed to pull image "x": failed to resolve reference: dial tcp 10.0.0.1:5000: connect: connection refused`
+	s.mirrorEvent(klog.Background(), ev, false)
+	got := drain(rec)
+	require.Len(t, got, 1)
+	assert.NotContains(t, got[0], "10.0.0.1")
+	assert.NotContains(t, got[0], "connection refused")
+	assert.Contains(t, got[0], "the registry's answer is not shown")
 }
 
 func TestMirrorEventFirstListOnlyRecent(t *testing.T) {

@@ -61,12 +61,19 @@ func (s *Syncer) syncReferences(ctx context.Context, ns string, res *translate.R
 	return missing, nil
 }
 
-// copyConfigMap creates or updates the host copy of t.
+// copyConfigMap creates or updates the host copy of t. A new copy was
+// sized with its pod (checkCopies); an update that would take the copies
+// past the bound is not made (copyFits).
 func (s *Syncer) copyConfigMap(ctx context.Context, t *corev1.ConfigMap) error {
 	want := translate.HostConfigMap(t, s.o.WorkloadNamespace)
 	cur, err := cached(s.hostConfigMaps.ConfigMaps(s.o.WorkloadNamespace).Get(want.Name))
 	if err != nil {
 		return err
+	}
+	if cur != nil {
+		if fits, err := s.copyFits(ctx, translate.CopyKey{Name: want.Name}, translate.ConfigMapSize(want)); !fits {
+			return err
+		}
 	}
 	_, _, err = applyIfChanged(ctx, s.o.Host.CoreV1().ConfigMaps(s.o.WorkloadNamespace), cur, want, configMapFields)
 	return err
@@ -100,6 +107,11 @@ func (s *Syncer) copySecret(ctx context.Context, t *corev1.Secret) error {
 			return err
 		}
 		return fmt.Errorf("secret %s: type changed, recreating", want.Name)
+	}
+	if cur != nil {
+		if fits, err := s.copyFits(ctx, translate.CopyKey{Secret: true, Name: want.Name}, translate.SecretSize(want)); !fits {
+			return err
+		}
 	}
 	_, _, err = applyIfChanged(ctx, client, cur, want, secretFields)
 	return err

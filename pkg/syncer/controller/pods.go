@@ -177,6 +177,13 @@ func (k *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 	if len(errs) > 0 {
 		return k.failTenantPod(ctx, tenant, ReasonSyncRefused, refusal(errs))
 	}
+	ferr, err := k.checkCopies(tenant.Namespace, res)
+	if err != nil {
+		return fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
+	}
+	if ferr != nil {
+		return k.failTenantPod(ctx, tenant, ReasonSyncRefused, refusal(field.ErrorList{ferr}))
+	}
 	missing, err := k.syncReferences(ctx, tenant.Namespace, res)
 	if err != nil {
 		return err

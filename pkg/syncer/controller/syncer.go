@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -43,6 +44,9 @@ type Options struct {
 	// Pod is the translation context (workload namespace, tenant apiserver
 	// address, DNS, Pod Security level...). Services is filled per pod.
 	Pod translate.Context
+	// MaxCopiedBytes bounds the bytes of the ConfigMaps and Secrets copied
+	// to the workload namespace; zero is names.MaxCopiedBytes.
+	MaxCopiedBytes resource.Quantity
 	// Workers per queue.
 	Workers int
 	// ResyncPeriod of the informers; 0 means none (level-triggered by

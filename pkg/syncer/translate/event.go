@@ -85,7 +85,9 @@ type TenantEvent struct {
 // namespace and UID and the names of the ConfigMap and Secret copies, all
 // of which map back to the tenant's: the workload namespace holds only
 // this tenant's objects, so a name in it is the tenant's own under its host
-// name. A reason whose message names another namespace's object
+// name. Image pull failures are the exception: their message is the
+// registry's and the node's network's, and is replaced (imageEventVerb).
+// A reason whose message names another namespace's object
 // (Preempted) is left off the allow-list instead, since no rewrite could
 // make it the tenant's.
 func MirrorEvent(ev *corev1.Event, host, tenant *corev1.Pod) (TenantEvent, bool) {
@@ -106,6 +108,8 @@ func MirrorEvent(ev *corev1.Event, host, tenant *corev1.Pod) (TenantEvent, bool)
 	msg := tenantNames(host, tenant).Replace(ev.Message)
 	if ev.Reason == ReasonFailedScheduling {
 		msg = schedulingMessage(ev.Message, tenant.Spec.NodeName)
+	} else if verb, ok := imageEventVerb(ev.Reason, ev.Message); ok {
+		msg = hiddenPull(verb, containerImage(tenant, fieldPathContainer(io.FieldPath)))
 	}
 	return TenantEvent{
 		Type:      ev.Type,

@@ -22,7 +22,8 @@ func eventPods() (host, tenant *corev1.Pod) {
 		Spec: corev1.PodSpec{
 			NodeName: "node-1",
 			Containers: []corev1.Container{{
-				Name: "web",
+				Name:  "web",
+				Image: "registry.example/web:v2",
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "db-password"}}}},
 			}},
@@ -51,12 +52,12 @@ func TestMirrorEventRewritesHostNames(t *testing.T) {
 	host, tenant := eventPods()
 	cm := names.Host("shop", "web-config")
 	for name, tc := range map[string]struct{ reason, typ, in, want string }{
-		"image pull": {"Failed", corev1.EventTypeWarning,
+		"image pull, in capn's words": {"Failed", corev1.EventTypeWarning,
 			`Failed to pull image "registry.example/web:v2": not found`,
-			`Failed to pull image "registry.example/web:v2": not found`},
+			`Failed to pull image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
 		"pull back-off is Normal": {"BackOff", corev1.EventTypeNormal,
 			`Back-off pulling image "registry.example/web:v2"`,
-			`Back-off pulling image "registry.example/web:v2"`},
+			`Back-off pulling image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
 		"configmap copy": {"FailedMount", corev1.EventTypeWarning,
 			`MountVolume.SetUp failed for volume "config" : configmap "` + cm + `" not found`,
 			`MountVolume.SetUp failed for volume "config" : configmap "web-config" not found`},
@@ -148,4 +149,63 @@ func TestEventCountAndLastSeen(t *testing.T) {
 	assert.Equal(t, t0.Add(2*time.Minute), EventLastSeen(series))
 
 	assert.Equal(t, int32(1), EventCount(&corev1.Event{}), "a new events.k8s.io Event has no count yet")
+}
+
+// The node's dial and resolver errors, and the registry's answer, are the
+// provider's network seen from the node: they stay on the host.
+const hostPullError = `rpc error: code = Unknown desc = failed to pull and unpack image "10.0.0.1:5000/web:v2": ` +
+	`failed to resolve reference: Get "https://10.0.0.1:5000/v2/": dial tcp 10.0.0.1:5000: connect: connection refused; ` +
+	`lookup registry.internal on 10.1.0.10:53: no such host`
+
+func TestMirrorEventHidesImagePullErrors(t *testing.T) {
+	host, tenant := eventPods()
+	tenant.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:v1"}}
+	for name, tc := range map[string]struct{ reason, fieldPath, in, want string }{
+		"failed pull": {"Failed", "spec.containers{web}",
+			`Failed to pull image "registry.example/web:v2": ` + hostPullError,
+			`Failed to pull image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
+		"init container": {"Failed", "spec.initContainers{init}",
+			`Failed to pull image "registry.example/init:v1": ` + hostPullError,
+			`Failed to pull image "registry.example/init:v1": see the reason; the registry's answer is not shown`},
+		"the image is the tenant's, not the message's": {"Failed", "spec.containers{web}",
+			`Failed to pull image "10.0.0.1:5000/web:v2": ` + hostPullError,
+			`Failed to pull image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
+		"error name": {"Failed", "spec.containers{web}", `Error: ErrImagePull`,
+			`Failed to pull image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
+		"registry unavailable": {"Failed", "spec.containers{web}", `Error: RegistryUnavailable`,
+			`Failed to pull image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
+		"back-off with the last error": {"BackOff", "spec.containers{web}",
+			`Back-off pulling image "registry.example/web:v2": ErrImagePull: ` + hostPullError,
+			`Back-off pulling image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
+		"never pull": {"ErrImageNeverPull", "spec.containers{web}",
+			`Container image "registry.example/web:v2" is not present with pull policy of Never`,
+			`Not pulling (imagePullPolicy Never) image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
+		"inspect": {"InspectFailed", "spec.containers{web}", `Failed to inspect image "registry.example/web:v2": ` + hostPullError,
+			`Failed to inspect image "registry.example/web:v2": see the reason; the registry's answer is not shown`},
+		"unknown container": {"Failed", "spec.containers{gone}", `Failed to pull image "x": ` + hostPullError,
+			`Failed to pull an image of the pod: see the reason; the registry's answer is not shown`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ev := hostEvent(host, corev1.EventTypeWarning, tc.reason, tc.in)
+			ev.InvolvedObject.FieldPath = tc.fieldPath
+			got, ok := MirrorEvent(ev, host, tenant)
+			require.True(t, ok)
+			assert.Equal(t, TenantEvent{Type: corev1.EventTypeWarning, Reason: tc.reason, Message: tc.want, FieldPath: tc.fieldPath}, got)
+			for _, leak := range []string{"10.0.0.1", "dial tcp", "connection refused", "10.1.0.10", "registry.internal"} {
+				assert.NotContains(t, got.Message, leak)
+			}
+		})
+	}
+}
+
+func TestMirrorEventKeepsOtherFailedAndBackOffMessages(t *testing.T) {
+	host, tenant := eventPods()
+	for reason, msg := range map[string]string{
+		"Failed":  `Error: failed to create containerd task: exec: "/app": permission denied`,
+		"BackOff": `Back-off restarting failed container web in pod ` + host.Name + `_` + eventWorkloads,
+	} {
+		got, ok := MirrorEvent(hostEvent(host, corev1.EventTypeWarning, reason, msg), host, tenant)
+		require.True(t, ok)
+		assert.Equal(t, tenantNames(host, tenant).Replace(msg), got.Message, reason)
+	}
 }

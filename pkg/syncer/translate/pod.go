@@ -152,6 +152,8 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	}}
 	refs := &refs{ns: tenant.Namespace, podSecret: podSecret, result: r, maxEmptyDir: c.maxEmptyDirSize()}
 
+	errs = append(errs, checkImages(ts.InitContainers, spec.Child("initContainers"))...)
+	errs = append(errs, checkImages(ts.Containers, spec.Child("containers"))...)
 	volumes, verrs := refs.volumes(ts.Volumes, spec.Child("volumes"))
 	errs = append(errs, verrs...)
 	dnsCfg, derrs := dnsConfig(tenant, c, spec.Child("dnsConfig"))

@@ -16,8 +16,10 @@ const ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
 // kubelet observed (phase, IPs, container states, start time, the kubelet's
 // conditions) from the host, and from the tenant what only the tenant owns:
 // PodScheduled (its scheduler's) and the conditions of its readiness gates,
-// which the host pod does not carry. Ready is then recomputed as the
-// kubelet would: containers ready and every gate True.
+// which the host pod does not carry. A container waiting on an image pull
+// gets capn's message, not the registry's (hidePullMessages). Ready is
+// then recomputed as the kubelet would: containers ready and every gate
+// True.
 func Status(tenant, host *corev1.Pod) corev1.PodStatus {
 	out := *host.Status.DeepCopy()
 	// The tenant's own generation, not the host's. The QoS class is the
@@ -28,6 +30,9 @@ func Status(tenant, host *corev1.Pod) corev1.PodStatus {
 	out.ObservedGeneration = tenant.Status.ObservedGeneration
 	out.QOSClass = tenant.Status.QOSClass
 	out.NominatedNodeName = tenant.Status.NominatedNodeName
+	hidePullMessages(out.InitContainerStatuses, tenant)
+	hidePullMessages(out.ContainerStatuses, tenant)
+	hidePullMessages(out.EphemeralContainerStatuses, tenant)
 	gates := make([]corev1.PodConditionType, 0, len(tenant.Spec.ReadinessGates))
 	for _, g := range tenant.Spec.ReadinessGates {
 		gates = append(gates, g.ConditionType)

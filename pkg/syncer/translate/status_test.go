@@ -121,3 +121,27 @@ func TestStatusKeepsTheTenantsQOSClass(t *testing.T) {
 	assert.Equal(t, corev1.PodQOSBestEffort, got.QOSClass)
 	assert.Equal(t, "vn-1", got.NominatedNodeName)
 }
+
+func TestStatusHidesImagePullMessages(t *testing.T) {
+	tenant := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Image: "registry.example/init:v1"}},
+		Containers:     []corev1.Container{{Name: "web", Image: "registry.example/web:v2"}, {Name: "app", Image: "registry.example/app:v1"}},
+	}}
+	waiting := func(name, reason, msg string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
+	}
+	host := &corev1.Pod{Status: corev1.PodStatus{
+		Phase:                 corev1.PodPending,
+		InitContainerStatuses: []corev1.ContainerStatus{waiting("init", "ImagePullBackOff", `Back-off pulling image "registry.example/init:v1": ErrImagePull: `+hostPullError)},
+		ContainerStatuses: []corev1.ContainerStatus{
+			waiting("web", "ErrImagePull", hostPullError),
+			waiting("app", "CreateContainerConfigError", `secret "db" not found`),
+		},
+	}}
+	got := Status(tenant, host)
+	assert.Equal(t, `Back-off pulling image "registry.example/init:v1": see the reason; the registry's answer is not shown`, got.InitContainerStatuses[0].State.Waiting.Message)
+	assert.Equal(t, "ImagePullBackOff", got.InitContainerStatuses[0].State.Waiting.Reason)
+	assert.Equal(t, `Failed to pull image "registry.example/web:v2": see the reason; the registry's answer is not shown`, got.ContainerStatuses[0].State.Waiting.Message)
+	assert.Equal(t, `secret "db" not found`, got.ContainerStatuses[1].State.Waiting.Message, "other waiting reasons keep their message")
+	assert.Contains(t, host.Status.ContainerStatuses[0].State.Waiting.Message, "10.0.0.1", "the host pod's status is not changed in place")
+}

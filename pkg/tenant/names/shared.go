@@ -35,3 +35,9 @@ const MaxGracePeriodSeconds = 60
 // one, an emptyDir may fill the node's disk, or for medium Memory its RAM,
 // under other tenants' pods.
 const MaxEmptyDirSize = "1Gi"
+
+// MaxCopiedBytes is the default bound on the bytes (keys and values) of
+// the ConfigMaps and Secrets the syncer copies to the management cluster
+// for one tenant: each copy is the tenant's data in the management etcd,
+// which every tenant and the provider share.
+const MaxCopiedBytes = "64Mi"

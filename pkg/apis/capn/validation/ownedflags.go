@@ -129,6 +129,7 @@ var OwnedFlags = map[string]map[string]string{
 		cmdsyncer.FlagMaxTerminationGracePeriod: whySyncerScope,
 		cmdsyncer.FlagAllowNetRaw:               whySyncerScope,
 		cmdsyncer.FlagMaxEmptyDirSize:           whySyncerScope,
+		cmdsyncer.FlagMaxCopiedBytes:            whySyncerScope,
 		cmdsyncer.FlagLeaderElect:               whyLeaderElect,
 		cmdsyncer.FlagLeaderElectNamespace:      whyLeaderElect,
 		cmdsyncer.FlagHealthAddress:             "capn's probes read it",

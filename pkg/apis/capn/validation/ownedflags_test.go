@@ -77,6 +77,7 @@ func TestOwnedFlag(t *testing.T) {
 		{"etcd", "etcd-servers", false, ""},
 		{v1alpha1.ComponentSyncer, cmdsyncer.FlagAllowNetRaw, true, "provider setting"},
 		{v1alpha1.ComponentSyncer, cmdsyncer.FlagMaxEmptyDirSize, true, "provider setting"},
+		{v1alpha1.ComponentSyncer, cmdsyncer.FlagMaxCopiedBytes, true, "provider setting"},
 	}
 	for _, tc := range cases {
 		reason, owned := OwnedFlag(tc.component, tc.flag)
