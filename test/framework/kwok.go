@@ -75,6 +75,10 @@ func (c *Cluster) StartKwok(t TB, opts KwokOptions) []string {
 			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
 				corev1.ResourcePods: resource.MustParse("110"),
+				// Real nodes report their root filesystem; a pod with an
+				// ephemeral-storage request (the workload LimitRange gives
+				// one) fits no node that reports none.
+				corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 			}},
 		}
 		for k, v := range opts.Allocatable {
