@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"capn.dev/capn/pkg/tenant/names"
@@ -39,13 +40,7 @@ func TestEveryKindHasItsOwnQueue(t *testing.T) {
 func TestCrossKindEnqueue(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.DNSNamespace, Name: names.DNSName}}
 	s := New(Options{Tenant: fake.NewClientset(cm), Host: fake.NewClientset(), WorkloadNamespace: testWorkloads})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	t.Cleanup(s.reg.shutDown)
-	s.tenant.Start(ctx.Done())
-	for typ, ok := range s.tenant.WaitForCacheSync(ctx.Done()) {
-		require.True(t, ok, "%v", typ)
-	}
+	startSynced(t, s, s.tenant)
 	require.Eventually(t, func() bool {
 		return s.reg.queue(kindConfigMaps).Len() == 1 && s.reg.queue(kindDNS).Len() == 1
 	}, 5*time.Second, 10*time.Millisecond)
@@ -63,17 +58,25 @@ func TestHostPodRemovalCollects(t *testing.T) {
 		Labels: map[string]string{managedByLabel: names.ManagedByValue}}}
 	host := fake.NewClientset(pod)
 	s := New(Options{Tenant: fake.NewClientset(), Host: host, WorkloadNamespace: testWorkloads})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	t.Cleanup(s.reg.shutDown)
-	s.host.Start(ctx.Done())
-	for typ, ok := range s.host.WaitForCacheSync(ctx.Done()) {
-		require.True(t, ok, "%v", typ)
-	}
+	ctx := startSynced(t, s, s.host)
 	gc := s.reg.queue(kindGC)
 	require.Zero(t, gc.Len(), "nothing to collect while the pod is there")
 	require.NoError(t, host.CoreV1().Pods(testWorkloads).Delete(ctx, "p", metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool { return gc.Len() == 1 }, 5*time.Second, 10*time.Millisecond)
 	k, _ := gc.Get()
 	assert.Equal(t, gcKey, k)
+}
+
+// startSynced starts factory, the side of s a test drives, and waits for
+// its caches; s's queues shut down with the test.
+func startSynced(t *testing.T, s *Syncer, factory informers.SharedInformerFactory) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	t.Cleanup(s.reg.shutDown)
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		require.True(t, ok, "%v", typ)
+	}
+	return ctx
 }
