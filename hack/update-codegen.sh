@@ -5,6 +5,9 @@ set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
+# go list names the module's directory only once it is in the module cache,
+# which a new machine's is not.
+go mod download k8s.io/code-generator
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"
