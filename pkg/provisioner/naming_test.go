@@ -123,8 +123,10 @@ func TestResolveNamespace(t *testing.T) {
 func TestLabels(t *testing.T) {
 	c := nc("team-a", "demo")
 	sel := SelectorLabels(c, v1alpha1.ComponentAPIServer)
-	if !labels.Equals(sel, labels.Set(v1alpha1.ComponentSelector("demo", v1alpha1.ComponentAPIServer))) {
-		t.Errorf("apiserver selector %v, want the /scale selector %v", sel, labels.Set(v1alpha1.ComponentSelector("demo", v1alpha1.ComponentAPIServer)))
+	// /scale reports this selector to HPAs and users: its keys are API.
+	want := labels.Set{"capn.dev/cluster": "demo", "capn.dev/component": "kube-apiserver"}
+	if !labels.Equals(sel, want) {
+		t.Errorf("apiserver selector %v, want the /scale selector %v", sel, want)
 	}
 	for _, comp := range []string{v1alpha1.ComponentEtcd, v1alpha1.ComponentAPIServer, v1alpha1.ComponentControllerManager, v1alpha1.ComponentScheduler} {
 		pod := labels.Set(ComponentLabels(c, comp))
