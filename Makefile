@@ -51,7 +51,7 @@ CLUSTER_ENV = KUBECTL=$(KUBECTL) \
 	CAPN_IMAGES=$(OUT)/images.tar
 
 .PHONY: deps
-deps: ## Install the Debian packages the local cluster needs (containerd, runc, CNI plugins, iptables).
+deps: ## Install the Debian packages the local cluster needs (containerd, runc, CNI plugins, iptables, nftables).
 	hack/install-deps.sh
 
 .PHONY: run

@@ -33,7 +33,8 @@ type NodeOptions struct {
 }
 
 // Node is a real node on this machine: a private containerd (runc,
-// overlayfs, CNI bridge), a kubelet and a kube-proxy in iptables mode. Only
+// overlayfs, CNI bridge), a kubelet, a kube-proxy in iptables mode and a
+// NetworkPolicy engine (netpol.go). Only
 // one runs per machine at a time (kube-proxy's chains are global); StartNode
 // waits for a node of another test process to go away.
 type Node struct {
@@ -74,9 +75,9 @@ func (c *Cluster) StartNode(t TB, opts NodeOptions) *Node {
 	if err := opts.defaults(c); err != nil {
 		t.Fatalf("NodeOptions: %v", err)
 	}
-	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "iptables-save", "iptables-restore", "ip"} {
+	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "iptables-save", "iptables-restore", "ip", "nft"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: install the Debian packages containerd runc containernetworking-plugins iptables iproute2", tool)
+			t.Fatalf("%s not found: install the Debian packages containerd runc containernetworking-plugins iptables iproute2 nftables (hack/install-deps.sh)", tool)
 		}
 	}
 	for _, plugin := range []string{"bridge", "host-local", "portmap", "loopback"} {
@@ -180,6 +181,15 @@ func (c *Cluster) StartNode(t TB, opts NodeOptions) *Node {
 		}
 		return fmt.Errorf("no Ready condition yet")
 	})
+	// The NetworkPolicy engine, before any test pod: every pod the tests
+	// start runs under enforcement.
+	if err := n.deployNetworkPolicyEngine(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n.waitFor(t, n.Kubelet, opts.ReadyTimeout, "the NetworkPolicy engine on "+n.Name, func() error { return n.networkPolicyEngineReady(ctx) })
+	if err := st.guardNodeInput(); err != nil {
+		t.Fatalf("guarding the node's INPUT: %v", err)
+	}
 	n.Ready = time.Since(begin)
 	t.Logf("node %s Ready %s after StartNode (dir %s, bridge %s, pods %s)", n.Name, n.Ready.Round(time.Millisecond), n.Dir, n.Bridge, n.PodSubnet)
 	return n

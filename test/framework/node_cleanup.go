@@ -30,6 +30,9 @@ func teardown(st *nodeState) []error {
 		return strings.Contains(cmdline, st.ContainerdSocket) || strings.Contains(cmdline, st.Dir+"/")
 	})
 	add(killCgroup(st.CgroupRoot))
+	if !slices.Contains(st.NftTables, "inet "+networkPolicyTable) {
+		add(removeNetworkPolicyTable())
+	}
 	add(unmountUnder(st.Dir))
 	for _, br := range []string{st.Bridge, st.SinkBridge} {
 		if _, err := os.Stat("/sys/class/net/" + br); err == nil {
