@@ -124,6 +124,13 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.He
 		// The hook must return for the server to become ready; the
 		// controller runs until the server stops.
 		go func() {
+			var err error
+			if deps.Network, err = o.Network.resolve(hctx, kubernetes.NewForConfigOrDie(mgmt)); err != nil {
+				// Validate refused bad flags: this is the read, and the
+				// syncers keep their port-only rule to the management
+				// apiserver.
+				klog.ErrorS(err, "Management apiserver endpoints unknown: syncer NetworkPolicies allow ports 443 and 6443 to any address")
+			}
 			if err := controller.Start(hctx, o.Settings, deps); err != nil {
 				klog.ErrorS(err, "Provisioner stopped")
 			}

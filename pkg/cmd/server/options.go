@@ -73,6 +73,8 @@ type Options struct {
 	Placement PlacementOptions
 	// DataPlane is the provider's side of Shared data planes.
 	DataPlane DataPlaneOptions
+	// Network is what control-plane pods may reach.
+	Network NetworkOptions
 	// ManagementQPS and ManagementBurst bound capn's client of the
 	// management cluster.
 	ManagementQPS   float32
@@ -178,6 +180,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Placement.PriorityClassName, "control-plane-priority-class", o.Placement.PriorityClassName,
 		"With --provisioner=pods, the PriorityClass of every control-plane pod.")
 	o.DataPlane.AddFlags(fs)
+	o.Network.AddFlags(fs)
 	fs.IntVar(&o.TemplateRevision, "template-revision", o.TemplateRevision,
 		fmt.Sprintf("With --provisioner=pods, the revision of capn's own pod-template defaults (2: probe timing; 3: kube-apiserver accepts bootstrap tokens, so nodes can join) that new control-plane workloads get, 1 to %d; an existing workload moves to it only when its pods roll for another reason. Pin an older revision to hold a capn release's new defaults back.", builders.LatestTemplateRevision))
 	fs.Float32Var(&o.ManagementQPS, "management-qps", o.ManagementQPS,
@@ -276,6 +279,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, err)
 		}
 		errs = append(errs, o.DataPlane.Validate()...)
+		errs = append(errs, o.Network.Validate()...)
 		if o.OrphanSweep && (o.Sweep.GracePeriod <= 0 || o.Sweep.Period <= 0 || o.Sweep.MaxDeletions <= 0) {
 			errs = append(errs, fmt.Errorf("--orphan-grace-period, --orphan-sweep-period and --orphan-sweep-max-deletions must be positive with --orphan-sweep"))
 		}

@@ -95,6 +95,9 @@ type Params struct {
 	// reads them from the NestedEtcdPool; nil with spec.etcd.pool set is
 	// an error.
 	EtcdPool *EtcdPool
+	// Network is the provider's side of what control-plane pods may reach
+	// (network.go).
+	Network Network
 }
 
 // EtcdPool is a cluster's place in a NestedEtcdPool.

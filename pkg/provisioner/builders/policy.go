@@ -124,24 +124,14 @@ const dnsPort = 53
 // kube-scheduler, and capn. It is the one port meant to be reachable, and it
 // authenticates every request.
 //
-// Egress is open too, deliberately. kube-apiserver dials what the tenant
-// configures, at addresses capn cannot list: admission webhooks and
-// aggregated APIs (Services of the tenant cluster, resolved through its
-// own endpoints), OIDC issuers of the authentication config, an external
-// etcd given by host name (NetworkPolicy matches addresses, never names)
-// and, once tenants have nodes, their kubelets. A policy narrower than that
-// would break those features silently; what kube-apiserver may reach is
-// bounded by what the tenant may configure, not by the network. Etcd's
-// policy is what keeps other pods away from etcd.
+// Egress is what apiServerEgress (network.go) lists and nothing else.
 func apiServerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
 	const component = v1alpha1.ComponentAPIServer
 	return networkPolicy(objectMeta(nc, p, provisioner.APIServerName, component), networkingv1.NetworkPolicySpec{
 		PodSelector: podSelector(nc, component),
 		PolicyTypes: bothPolicyTypes,
 		Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: tcpPorts(profiles.APIServerPort)}},
-		// One empty rule: any destination, any port. Without it the
-		// default-deny, which selects these pods too, would deny egress.
-		Egress: []networkingv1.NetworkPolicyEgressRule{{}},
+		Egress:      apiServerEgress(nc, p),
 	})
 }
 

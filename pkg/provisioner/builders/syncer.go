@@ -205,10 +205,8 @@ func hostNodeSelector(provider, tenant map[string]string) string {
 }
 
 // syncerNetworkPolicy: the syncer talks to the tenant apiserver (this
-// namespace) and to the management apiserver, whose address differs
-// between clusters (NetworkPolicy sees it after the kubernetes Service is
-// translated, at a node or control-plane address), so that rule is by
-// port: 443 and 6443. Only the tenant apiserver reaches it, at the
+// namespace) and to the management apiserver, at the endpoints
+// managementAPIServerEgress names. Only the tenant apiserver reaches it, at the
 // Service webhook and the virtual Nodes' kubelet API (and the kubelet's
 // probes, which policy does not see).
 func syncerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
@@ -219,10 +217,9 @@ func syncerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.Net
 			From:  []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)},
 			Ports: tcpPorts(syncerWebhookPort, syncerKubeletPort),
 		}},
-		Egress: []networkingv1.NetworkPolicyEgressRule{
+		Egress: append([]networkingv1.NetworkPolicyEgressRule{
 			{To: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.APIServerPort)},
-			{Ports: tcpPorts(443, 6443)},
-		},
+		}, managementAPIServerEgress(p)...),
 	})
 }
 
@@ -257,16 +254,19 @@ func WorkloadNamespace(nc *v1alpha1.NestedCluster, p Params) []Object {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 	}
 	same := metav1.LabelSelector{}
+	apiServerPeer := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: cpNamespace}},
+		PodSelector:       &apiServer,
+	}
 	policy := networkPolicy(meta(WorkloadPolicyName), networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{},
 		PolicyTypes: bothPolicyTypes,
-		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &same}}}},
+		// The tenant apiserver reaches every port of its workloads:
+		// webhooks, aggregated APIs, pods/proxy and services/proxy.
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &same}, apiServerPeer}}},
 		Egress: []networkingv1.NetworkPolicyEgressRule{
 			{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &same}}},
-			{To: []networkingv1.NetworkPolicyPeer{{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: cpNamespace}},
-				PodSelector:       &apiServer,
-			}}, Ports: tcpPorts(profiles.APIServerPort)},
+			{To: []networkingv1.NetworkPolicyPeer{apiServerPeer}, Ports: tcpPorts(profiles.APIServerPort)},
 		},
 	})
 	limits := &corev1.LimitRange{

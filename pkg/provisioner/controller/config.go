@@ -79,6 +79,8 @@ type Deps struct {
 	Placement builders.Placement
 	// DataPlane is the provider's side of Shared data planes.
 	DataPlane builders.DataPlane
+	// Network is what control-plane pods may reach (builders.Network).
+	Network builders.Network
 	// Health is served as /livez/capn-provisioner; nil means none.
 	Health *Health
 	// BackupStore keeps NestedClusterBackups' data; nil fails every backup.

@@ -53,6 +53,8 @@ type Options struct {
 	Health *Health
 	// DataPlane is the provider's side of Shared data planes.
 	DataPlane builders.DataPlane
+	// Network is what control-plane pods may reach (builders.Network).
+	Network builders.Network
 	// PoolInformer serves the NestedEtcdPools clusters name in
 	// spec.etcd.pool; nil refuses such clusters (ReasonEtcdPoolFailed).
 	PoolInformer informers.NestedEtcdPoolInformer
@@ -120,18 +122,18 @@ type ClusterController struct {
 
 // newClusterSteps wires the sync's operation types to one another.
 func newClusterSteps(sh *Shared, lister listers.NestedClusterLister,
-	placement builders.Placement, dataPlane builders.DataPlane, backups listers.NestedClusterBackupLister, store backup.Store) *ClusterController {
+	o Options, backups listers.NestedClusterBackupLister) *ClusterController {
 	e := sh.env
 	c := &ClusterController{
 		env: e, lister: lister, queue: sh.clusters,
-		workloads:   &workloads{env: e, placement: placement, dataPlane: dataPlane},
+		workloads:   &workloads{env: e, placement: o.Placement, dataPlane: o.DataPlane, network: o.Network},
 		credentials: &credentials{env: e},
 		pools:       &poolMembership{env: e, etcdAccess: sh.etcd, poolGrants: map[types.UID]string{}},
 		upgrades:    &upgrader{env: e},
 		tenants:     newTenantAccess(e, sh.tenantClient, sh.clusters),
 		activity:    sh.activity,
 		sleeper:     &sleeper{env: e},
-		restorer:    &restorer{env: e, etcdAccess: sh.etcd, backups: backups, store: store},
+		restorer:    &restorer{env: e, etcdAccess: sh.etcd, backups: backups, store: o.BackupStore},
 	}
 	c.finalizer = &finalizer{env: e, pools: c.pools, tenants: c.tenants, activity: c.activity}
 	return c
@@ -144,7 +146,7 @@ func NewClusterController(o Options, sh *Shared) (*ClusterController, error) {
 	if o.BackupInformer != nil {
 		backups = o.BackupInformer.Lister()
 	}
-	c := newClusterSteps(sh, o.Informer.Lister(), o.Placement, o.DataPlane, backups, o.BackupStore)
+	c := newClusterSteps(sh, o.Informer.Lister(), o, backups)
 	c.health = o.Health
 	c.synced = []cache.InformerSynced{o.Informer.Informer().HasSynced}
 	// A sync reads pools and backups too.

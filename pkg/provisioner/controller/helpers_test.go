@@ -144,7 +144,7 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 		return f.tenant, nil
 	}
 	sh := &Shared{env: e, etcd: &etcdAccess{env: e}, activity: newActivityMonitor(e, tenantClient, nil), tenantClient: tenantClient}
-	f.c = newClusterSteps(sh, listers.NewNestedClusterLister(f.indexer), builders.Placement{}, builders.DataPlane{}, nil, nil)
+	f.c = newClusterSteps(sh, listers.NewNestedClusterLister(f.indexer), Options{}, nil)
 	return f
 }
 

@@ -41,7 +41,7 @@ func (c *workloads) ensureNamespace(ctx context.Context, nc *v1alpha1.NestedClus
 		c.recorder.Eventf(nc, corev1.EventTypeNormal, "NamespaceApplied", "applied management namespace %s", ns.Name)
 	}
 	return builders.Params{Namespace: name, Placement: c.placement, TemplateRevision: c.cfg.TemplateRevision,
-		DataPlane: c.dataPlane, CapnNamespace: c.cfg.LeaderElectNamespace}, nil
+		DataPlane: c.dataPlane, Network: c.network, CapnNamespace: c.cfg.LeaderElectNamespace}, nil
 }
 
 // resolveNamespace looks namespaces up for provisioner.ResolveNamespace.

@@ -98,6 +98,7 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 			Recorder:       recorder,
 			Placement:      deps.Placement,
 			DataPlane:      deps.DataPlane,
+			Network:        deps.Network,
 			Health:         deps.Health,
 		}
 		clusters, pools, backups, err := newLoops(o, caches)

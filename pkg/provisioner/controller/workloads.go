@@ -33,6 +33,7 @@ type workloads struct {
 	*env
 	placement builders.Placement
 	dataPlane builders.DataPlane
+	network   builders.Network
 }
 
 // ensureServices applies the Services first and returns p with their

@@ -1,0 +1,107 @@
+package builders
+
+import (
+	"net/netip"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+)
+
+// Red-team finding 1: the tenant apiserver's egress was open, so a tenant
+// could aim nodes/proxy at any address. No rule may admit every address on
+// every port, and none but DNS's may admit every address.
+func TestAPIServerEgressIsAnAllowList(t *testing.T) {
+	for name, c := range goldenCases(t) {
+		t.Run(name, func(t *testing.T) {
+			objs, err := All(c.nc, c.p)
+			require.NoError(t, err)
+			np := find[*networkingv1.NetworkPolicy](objs, provisioner.APIServerName)
+			require.NotNil(t, np)
+			require.NotEmpty(t, np.Spec.Egress)
+			for _, rule := range np.Spec.Egress {
+				if len(rule.To) > 0 {
+					continue
+				}
+				require.NotEmpty(t, rule.Ports, "an egress rule without to and ports admits everything")
+				for _, port := range rule.Ports {
+					assert.Equal(t, dnsPort, port.Port.IntValue(), "only DNS may go to any address")
+				}
+			}
+		})
+	}
+}
+
+func TestAPIServerEgressProviderListAndEtcdEndpoints(t *testing.T) {
+	nc := decodeNestedCluster(t, "testdata/external-etcd/input.yaml")
+	nc.Spec.Etcd.External.Endpoints = []string{"https://192.0.2.10:2379", "https://etcd.example.com:2379", "https://[2001:db8::1]", "https://192.0.2.10:2379"}
+	p := defaultParams
+	p.Network = Network{
+		APIServerEgressCIDRs:      []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
+		APIServerEgressNamespaces: []string{"etcd-pools"},
+	}
+	rules := apiServerEgress(nc, p)
+	var blocks []string
+	var namespaces []string
+	for _, r := range rules {
+		for _, peer := range r.To {
+			if peer.IPBlock != nil {
+				port := 0
+				if len(r.Ports) == 1 {
+					port = r.Ports[0].Port.IntValue()
+				}
+				blocks = append(blocks, peer.IPBlock.CIDR+":"+strconv.Itoa(port))
+			}
+			if peer.NamespaceSelector != nil && peer.PodSelector == nil {
+				namespaces = append(namespaces, peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+			}
+		}
+	}
+	// The host name is left to the provider's list; the duplicate counts once.
+	assert.Equal(t, []string{"192.0.2.10/32:2379", "2001:db8::1/128:2379", "198.51.100.0/24:0"}, blocks)
+	assert.Equal(t, []string{"etcd-pools"}, namespaces)
+}
+
+// Shared: the apiserver reaches its own syncer and workload namespace, and
+// the workload namespace admits it; nothing names another tenant.
+func TestSharedAPIServerReachesOwnWorkloads(t *testing.T) {
+	nc := decodeNestedCluster(t, "testdata/shared/input.yaml")
+	require.Equal(t, v1alpha1.DataPlaneShared, nc.Spec.DataPlane.Mode)
+	var sawWorkloads bool
+	for _, r := range apiServerEgress(nc, defaultParams) {
+		for _, peer := range r.To {
+			if peer.NamespaceSelector != nil && peer.PodSelector == nil {
+				assert.Equal(t, provisioner.WorkloadNamespace(nc), peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+				sawWorkloads = true
+			}
+		}
+	}
+	assert.True(t, sawWorkloads)
+	objs := WorkloadNamespace(nc, defaultParams)
+	np := find[*networkingv1.NetworkPolicy](objs, WorkloadPolicyName)
+	require.NotNil(t, np)
+	require.Len(t, np.Spec.Ingress, 1)
+	var fromAPIServer bool
+	for _, peer := range np.Spec.Ingress[0].From {
+		if peer.NamespaceSelector != nil {
+			assert.Equal(t, provisioner.NamespaceOf(nc, defaultParams.Addresses()), peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+			fromAPIServer = true
+		}
+	}
+	assert.True(t, fromAPIServer, "webhooks and aggregated APIs in the workload namespace need the tenant apiserver's ingress")
+}
+
+func TestSyncerEgressToManagementAPIServer(t *testing.T) {
+	assert.Equal(t, []networkingv1.NetworkPolicyEgressRule{{Ports: tcpPorts(443, 6443)}}, managementAPIServerEgress(Params{}))
+	p := Params{Network: Network{ManagementAPIServer: []netip.AddrPort{netip.MustParseAddrPort("10.0.0.5:34567")}}}
+	got := managementAPIServerEgress(p)
+	require.Len(t, got, 1)
+	assert.Equal(t, "10.0.0.5/32", got[0].To[0].IPBlock.CIDR)
+	assert.Equal(t, 34567, got[0].Ports[0].Port.IntValue())
+}
+
