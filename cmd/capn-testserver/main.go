@@ -8,6 +8,7 @@
 //	capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
 //	capn-testserver cat FILE|-
 //	capn-testserver tick [--count=N] [--interval=200ms] [--exit=CODE]
+//	capn-testserver dial [--timeout=3s] [--out=PATH] ADDR...
 package main
 
 import (
@@ -49,6 +50,7 @@ const usage = `usage:
   capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
   capn-testserver cat FILE|-
   capn-testserver tick [--count=N] [--interval=200ms] [--exit=CODE]
+  capn-testserver dial [--timeout=3s] [--out=PATH] ADDR...
 `
 
 func main() {
@@ -69,6 +71,8 @@ func main() {
 		os.Exit(catMain(os.Args[2:]))
 	case "tick":
 		os.Exit(tickMain(os.Args[2:]))
+	case "dial":
+		os.Exit(dialMain(os.Args[2:]))
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)

@@ -52,8 +52,12 @@ func TestProvisionerOnNode(t *testing.T) {
 	// sweep delete what a break-glass finalizer removal left behind, and a
 	// short upgrade step timeout for the halted upgrade (testUpgradeOnNode),
 	// and a short activity check for the inactivity sleep (testSleepWake).
+	// Tenant apiservers may reach the namespaces where this test runs an
+	// external etcd and an etcd pool, as a provider lists its own: under
+	// the enforcing NetworkPolicy engine nothing else is reachable.
 	capnDep := framework.DeployCapnWith(t, c, node, admin, repoFile(t, ""), framework.CapnDeployOptions{
-		ExtraArgs: []string{"--orphan-grace-period=20s", "--orphan-sweep-period=5s", "--upgrade-step-timeout=60s", "--activity-check-interval=5s"}})
+		ExtraArgs: []string{"--orphan-grace-period=20s", "--orphan-sweep-period=5s", "--upgrade-step-timeout=60s", "--activity-check-interval=5s",
+			"--tenant-apiserver-egress-namespaces=" + externalEtcdNS + "," + poolNS}})
 	k := admin
 	k.Namespace = "default"
 

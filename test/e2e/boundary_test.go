@@ -1,0 +1,146 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
+	"capn.dev/capn/pkg/provisioner/profiles"
+	"capn.dev/capn/pkg/tenant/names"
+	"capn.dev/capn/test/framework"
+	"capn.dev/capn/test/netprobe"
+)
+
+// probeTimeout bounds one connect of the boundary probe: a dropped SYN
+// is retried by the kernel after 1 s, so 3 s is two tries.
+const probeTimeout = 3 * time.Second
+
+// testNetworkBoundary is issue 30 §2 on the real node under the enforcing
+// NetworkPolicy engine: a pod of tenant a tries every path out of its
+// tenant and each is dropped, while the same connect from the host (the
+// control) reaches it; the paths a tenant needs stay open. Both tenants
+// run app/web (testDataPlaneOnNode) and a keeps its DNS addon.
+func testNetworkBoundary(t *testing.T, admin framework.Kubectl, node *framework.Node, a, b dataPlaneTenant) {
+	podIP := func(ns, selector string) string {
+		ip := admin.MustRun(t, "", "get", "pods", "-n", ns, "-l", selector, "--field-selector=status.phase=Running",
+			"-o", "jsonpath={.items[0].status.podIP}")
+		require.NotEmpty(t, ip, "pod IP of %s in %s", selector, ns)
+		return ip
+	}
+	component := func(tn dataPlaneTenant, c string) string {
+		return podIP(tn.controlPlane, v1alpha1.ComponentLabel+"="+c)
+	}
+	hostPort := func(ip string, port int) string { return net.JoinHostPort(ip, fmt.Sprint(port)) }
+	mgmtSvc := admin.MustRun(t, "", "get", "svc", "-n", "default", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
+	mgmtEndpoint := admin.MustRun(t, "", "get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=kubernetes",
+		"-o", "jsonpath={.items[0].endpoints[0].addresses[0]}:{.items[0].ports[0].port}")
+	capnSvc := admin.MustRun(t, "", "get", "svc", "-n", framework.CapnNamespace, framework.CapnService, "-o", "jsonpath={.spec.clusterIP}")
+	syncerKubelet := cmdsyncer.KubeletPort
+
+	// Each path a pod of a must not take, by what it is.
+	forbidden := map[string]string{
+		"b's pod":                          hostPort(podIP(b.workloads, appWebHost), 8080),
+		"b's Service":                      hostPort(b.tk.MustRun(t, "", "get", "svc", "-n", "app", "web", "-o", "jsonpath={.spec.clusterIP}"), 80),
+		"a's etcd (client)":                hostPort(component(a, v1alpha1.ComponentEtcd), profiles.EtcdClientPort),
+		"a's etcd (peer)":                  hostPort(component(a, v1alpha1.ComponentEtcd), profiles.EtcdPeerPort),
+		"a's kube-controller-manager":      hostPort(component(a, v1alpha1.ComponentControllerManager), profiles.ControllerManagerPort),
+		"a's kube-scheduler":               hostPort(component(a, v1alpha1.ComponentScheduler), profiles.SchedulerPort),
+		"a's syncer kubelet port":          hostPort(component(a, v1alpha1.ComponentSyncer), syncerKubelet),
+		"b's etcd":                         hostPort(component(b, v1alpha1.ComponentEtcd), profiles.EtcdClientPort),
+		"b's kube-controller-manager":      hostPort(component(b, v1alpha1.ComponentControllerManager), profiles.ControllerManagerPort),
+		"b's syncer kubelet port":          hostPort(component(b, v1alpha1.ComponentSyncer), syncerKubelet),
+		"management apiserver Service":     hostPort(mgmtSvc, 443),
+		"management apiserver on the node": mgmtEndpoint,
+		"capn-apiserver Service":           hostPort(capnSvc, 443),
+		"capn-apiserver pod":               hostPort(podIP(framework.CapnNamespace, "app.kubernetes.io/name=capn-apiserver"), 8443),
+		"the node's kubelet":               hostPort(node.IP.String(), 10250),
+	}
+	// What a's pods need.
+	allowed := map[string]string{
+		"a's own Service": hostPort(a.tk.MustRun(t, "", "get", "svc", "-n", "app", "web", "-o", "jsonpath={.spec.clusterIP}"), 80),
+		"a's own pod":     hostPort(podIP(a.workloads, appWebHost), 8080),
+		"a's DNS":         hostPort(a.tk.MustRun(t, "", "get", "svc", "-n", names.DNSNamespace, names.DNSServiceName, "-o", "jsonpath={.spec.clusterIP}"), 53),
+		// Through the host Service of its apiserver, where the syncer
+		// points tenant pods (a Shared tenant's default/kubernetes has
+		// the management Service's address, which is forbidden above).
+		"a's own apiserver": admin.MustRun(t, "", "get", "svc", "-n", a.controlPlane, "-l", v1alpha1.ComponentLabel+"="+v1alpha1.ComponentAPIServer,
+			"-o", "jsonpath={.items[0].spec.clusterIP}:{.items[0].spec.ports[0].port}"),
+	}
+
+	// The control: from the host, every forbidden path is reachable, so a
+	// drop seen from the pod is the policy's.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	control := netprobe.Dial(ctx, slices.Collect(maps.Values(forbidden)), probeTimeout)
+	for what, addr := range forbidden {
+		assert.True(t, netprobe.Reached(control[addr]), "control: %s (%s) from the host: %s, want reached", what, addr, control[addr])
+	}
+
+	addrs := append(slices.Collect(maps.Values(forbidden)), slices.Collect(maps.Values(allowed))...)
+	probe := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: boundary-probe, namespace: app}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: dial
+    image: capn.dev/capn-testserver:dev
+    args: [dial, --timeout=%s, --out=/dev/termination-log, %s]
+`, probeTimeout, strings.Join(addrs, ", "))
+	a.tk.MustRun(t, probe, "create", "-f", "-")
+	defer a.tk.Run("", "delete", "pod", "-n", "app", "boundary-probe", "--wait=false")
+	var msg string
+	framework.Eventually(t, 2*time.Minute, "the boundary probe in "+a.name+" finished", func() (bool, string) {
+		r := a.tk.Run("", "get", "pod", "-n", "app", "boundary-probe", "-o",
+			"jsonpath={.status.phase} {.status.containerStatuses[0].state.terminated.message}")
+		phase, m, _ := strings.Cut(r.Stdout, " ")
+		msg = m
+		return phase == "Succeeded" && m != "", r.Stdout + r.Stderr
+	})
+	var got map[string]string
+	require.NoError(t, json.Unmarshal([]byte(msg), &got), "probe verdicts: %s", msg)
+	for what, addr := range forbidden {
+		assert.Equal(t, netprobe.Dropped, got[addr], "%s (%s) from a pod of %s", what, addr, a.name)
+	}
+	for what, addr := range allowed {
+		assert.True(t, netprobe.Reached(got[addr]), "%s (%s) from a pod of %s: %s, want reached", what, addr, a.name, got[addr])
+	}
+
+	// The tenant apiserver reaches its own pods (pods/proxy, as webhooks
+	// and aggregated APIs need)...
+	webPod := strings.Fields(a.tk.MustRun(t, "", "get", "pods", "-n", "app", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
+	require.NotEmpty(t, webPod)
+	a.tk.MustRun(t, "", "get", "--raw", "/api/v1/namespaces/app/pods/"+webPod[0]+":8080/proxy/healthz")
+	// ...but not another tenant's, through a Node it made up with b's pod
+	// address (red-team finding 1: nodes/proxy dials whatever address a
+	// tenant's cluster-admin writes into a Node's status).
+	testNodeProxyRefused(t, a, forbidden["b's pod"])
+}
+
+// testNodeProxyRefused makes a Node in tenant a whose address is target's
+// host and asks the tenant apiserver to proxy to it.
+func testNodeProxyRefused(t *testing.T, a dataPlaneTenant, target string) {
+	host, port, err := net.SplitHostPort(target)
+	require.NoError(t, err)
+	a.tk.MustRun(t, "apiVersion: v1\nkind: Node\nmetadata: {name: decoy}\n", "create", "-f", "-")
+	defer a.tk.Run("", "delete", "node", "decoy", "--wait=false")
+	a.tk.MustRun(t, "", "patch", "node", "decoy", "--subresource=status", "--type=merge", "-p",
+		fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":%q}]}}`, host))
+	r := a.tk.Run("", "get", "--raw", "/api/v1/nodes/http:decoy:"+port+"/proxy/healthz", "--request-timeout=20s")
+	assert.Error(t, r.Err, "nodes/proxy to another tenant's pod answered: %s", r.Stdout)
+	assert.NotContains(t, r.Stdout, "ok", "nodes/proxy reached another tenant's pod")
+	t.Logf("nodes/proxy to %s through a made-up Node: %s", target, strings.TrimSpace(r.Stderr))
+}
