@@ -35,8 +35,8 @@ images: build ## Build container images (capn, pause, etcd, CoreDNS, and the ten
 	hack/build-images.sh
 
 .PHONY: tools
-tools: ## Build pinned kubectl, etcd, Kubernetes components, kwok and CoreDNS into the version-keyed cache.
-	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kwok coredns >/dev/null
+tools: ## Build pinned kubectl, etcd, Kubernetes components, kube-router (the node's NetworkPolicy engine), kwok and CoreDNS into the version-keyed cache.
+	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router kwok coredns >/dev/null
 	for v in $$(go run ./hack/versions); do hack/build-tools.sh --k8s-version $$v kube-apiserver kube-controller-manager kube-scheduler >/dev/null; done
 
 # Binaries for the e2e tests and the devcluster, by the variables both read.
@@ -47,11 +47,12 @@ CLUSTER_ENV = KUBECTL=$(KUBECTL) \
 	ETCD=$$(hack/build-tools.sh --print-path etcd) \
 	KUBELET=$$(hack/build-tools.sh --print-path kubelet) \
 	KUBE_PROXY=$$(hack/build-tools.sh --print-path kube-proxy) \
+	KUBE_ROUTER=$$(hack/build-tools.sh --print-path kube-router) \
 	CAPN_RELEASE_BINS=$$(dirname $$(hack/build-tools.sh --print-dir kube-apiserver)) \
 	CAPN_IMAGES=$(OUT)/images.tar
 
 .PHONY: deps
-deps: ## Install the Debian packages the local cluster needs (containerd, runc, CNI plugins, iptables, nftables).
+deps: ## Install the Debian packages the local cluster needs (containerd, runc, CNI plugins, iptables, ipset).
 	hack/install-deps.sh
 
 .PHONY: run

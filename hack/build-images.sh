@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs capn-apiserver, capn-syncer, capn-testserver (for the data-plane e2e), pause,
-# CoreDNS (for the tenant DNS addon), the NetworkPolicy engine and the pinned Kubernetes/etcd binaries
+# CoreDNS (for the tenant DNS addon) and the pinned Kubernetes/etcd binaries
 # into container images (docker-archive tarball), named as the provisioner
 # and the deploy manifests expect.
 # Output: ${OUT:-_output}/images.tar. Import into a node with:
@@ -21,7 +21,7 @@ mkdir -p "${OUT}/bin"
 
 mapfile -t RELEASES < <(cd "${ROOT}" && go run ./hack/versions)
 ((${#RELEASES[@]})) || { echo "build-images: hack/versions printed no release" >&2; exit 1; }
-"${ROOT}/hack/build-tools.sh" etcd coredns netpol >/dev/null
+"${ROOT}/hack/build-tools.sh" etcd coredns >/dev/null
 path() { "${ROOT}/hack/build-tools.sh" --print-path "$1"; }
 ETCD_BIN=$(path etcd)
 ETCD_VERSION=$(basename "$(dirname "${ETCD_BIN}")")
@@ -30,11 +30,6 @@ ETCD_VERSION=$(basename "$(dirname "${ETCD_BIN}")")
 # which its test checks.
 COREDNS_BIN=$(path coredns)
 COREDNS_VERSION=$(basename "$(dirname "${COREDNS_BIN}")")
-# The local cluster's NetworkPolicy engine, under upstream's image name and
-# the sigs.k8s.io/kube-network-policies version hack/tools/netpol pins
-# (framework.NetworkPolicyEngineImage must match, which its test checks).
-NETPOL_BIN=$(path netpol)
-NETPOL_VERSION=$(basename "$(dirname "${NETPOL_BIN}")")
 
 (cd "${ROOT}/hack/tools/images" && go build -trimpath -o "${OUT}/bin/images" . && go build -trimpath -ldflags '-s -w' -o "${OUT}/bin/pause" ./pause)
 [[ -x "${OUT}/bin/capn-apiserver" && -x "${OUT}/bin/capn-syncer" && -x "${OUT}/bin/capn-testserver" ]] || make -C "${ROOT}" build
@@ -46,7 +41,6 @@ refs=(
   "registry.k8s.io/pause:3.10=${OUT}/bin/pause"
   "registry.k8s.io/etcd:${ETCD_VERSION#v}-0=${ETCD_BIN}"
   "registry.k8s.io/coredns/coredns:${COREDNS_VERSION}=${COREDNS_BIN}"
-  "registry.k8s.io/networking/kube-network-policies:${NETPOL_VERSION}=${NETPOL_BIN}"
 )
 for release in "${RELEASES[@]}"; do
   "${ROOT}/hack/build-tools.sh" --k8s-version "${release}" kube-apiserver kube-controller-manager kube-scheduler >/dev/null

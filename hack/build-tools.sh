@@ -37,8 +37,8 @@
 #   hack/tools/coredns/    github.com/coredns/coredns with only the plugins
 #                          the tenant DNS addon uses (its main.go; see its
 #                          go.mod); keyed by the CoreDNS version.
-#   hack/tools/netpol/     sigs.k8s.io/kube-network-policies, the local
-#                          cluster's NetworkPolicy engine (see its go.mod).
+#   hack/tools/kube-router/ github.com/cloudnativelabs/kube-router/v2, the
+#                          local node's NetworkPolicy engine (see its go.mod).
 # A kube-* component or etcd comes from the module selected by
 # CAPN_K8S_VERSION / --k8s-version when that module has a cmd/<name> for it,
 # and from hack/tools otherwise: a second-version module only carries what a
@@ -61,7 +61,7 @@ CACHE="${CAPN_CACHE:-${HOME}/.cache/capn}"
 BIN_ROOT="${CACHE}/bin"
 
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-ALL_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns netpol)
+ALL_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns kube-router)
 
 # The tools modules must resolve on their own, whatever go.work a developer
 # has lying around higher up the tree.
@@ -113,7 +113,7 @@ tool_module() {
     kubectl) printf '%s\n' "${TOOLS_DIR}" ;;
     kwok) printf '%s\n' "${TOOLS_DIR}/kwok" ;;
     coredns) printf '%s\n' "${TOOLS_DIR}/coredns" ;;
-    netpol) printf '%s\n' "${TOOLS_DIR}/netpol" ;;
+    kube-router) printf '%s\n' "${TOOLS_DIR}/kube-router" ;;
     *) die "unknown tool '$1' (known: ${ALL_TOOLS[*]})" ;;
   esac
 }
@@ -125,7 +125,7 @@ tool_package() {
     kwok) printf '%s\n' sigs.k8s.io/kwok/cmd/kwok ;;
     # Our own main (the plugin selection) is the module's root package.
     coredns) printf '%s\n' . ;;
-    netpol) printf '%s\n' sigs.k8s.io/kube-network-policies/cmd ;;
+    kube-router) printf '%s\n' github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
     *) printf '%s\n' "./cmd/$1" ;;
   esac
 }
@@ -138,17 +138,8 @@ tool_version() {
     etcd) mod_version "${dir}" go.etcd.io/etcd/server/v3 ;;
     kwok) mod_version "${dir}" sigs.k8s.io/kwok ;;
     coredns) mod_version "${dir}" github.com/coredns/coredns ;;
-    netpol) mod_version "${dir}" sigs.k8s.io/kube-network-policies ;;
+    kube-router) mod_version "${dir}" github.com/cloudnativelabs/kube-router/v2 ;;
     *) mod_version "${dir}" k8s.io/kubernetes ;;
-  esac
-}
-
-# tool_output is the file go build writes for a tool: the last element of
-# its package path, which for upstream's kube-network-policies is "cmd".
-tool_output() {
-  case "$1" in
-    netpol) printf '%s\n' cmd ;;
-    *) printf '%s\n' "$1" ;;
   esac
 }
 
@@ -213,7 +204,7 @@ watch_outputs() {
     local -a still=()
     local n
     for n in "${pending[@]}"; do
-      if [[ -e "${out}/$(tool_output "${n}")" ]]; then
+      if [[ -e "${out}/${n}" ]]; then
         log "  linked ${n} after $((SECONDS - start))s"
       else
         still+=("${n}")
@@ -254,7 +245,7 @@ build_group() {
   for n in "${names[@]}"; do
     dest=$(tool_path "${n}")
     mkdir -p "$(dirname "${dest}")"
-    mv -f "${out}/$(tool_output "${n}")" "${dest}"
+    mv -f "${out}/${n}" "${dest}"
     stamp_of "${n}" "${flags[@]}" >"$(dirname "${dest}")/.${n}.stamp"
   done
   rmdir "${out}"

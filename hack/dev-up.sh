@@ -3,7 +3,7 @@
 # detached), waits until it is ready and tells how to use it. It runs until
 # hack/dev-down.sh. Binaries come from the same variables as `make test-e2e`:
 # KUBECTL KUBE_APISERVER KUBE_CONTROLLER_MANAGER KUBE_SCHEDULER ETCD KUBELET
-# KUBE_PROXY CAPN_IMAGES.
+# KUBE_PROXY KUBE_ROUTER CAPN_IMAGES.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages capn's local cluster and tests need, if they
-# are missing: containerd, runc, CNI plugins, iptables and nftables (the
-# NetworkPolicy engine's table is read and removed with nft) for the real node
+# are missing: containerd, runc, CNI plugins, iptables and ipset (the
+# NetworkPolicy engine, kube-router, uses both) for the real node
 # (see ../shared/notes/local-cluster.md), plus the basic tools the scripts
 # use. Nothing here starts a service. Needs root (apt-get).
 set -euo pipefail
 
-pkgs=(make git curl diffutils iproute2 containerd runc containernetworking-plugins iptables nftables)
+pkgs=(make git curl diffutils iproute2 containerd runc containernetworking-plugins iptables ipset)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,7 +29,7 @@ func main() {
 		reap     = flag.Bool("reap", false, "only remove what a launcher killed with SIGKILL left behind, then exit")
 		bins     = map[string]*string{}
 	)
-	for _, name := range []string{"KUBECTL", "KUBE_APISERVER", "KUBE_CONTROLLER_MANAGER", "KUBE_SCHEDULER", "ETCD", "KUBELET", "KUBE_PROXY", "CAPN_IMAGES"} {
+	for _, name := range []string{"KUBECTL", "KUBE_APISERVER", "KUBE_CONTROLLER_MANAGER", "KUBE_SCHEDULER", "ETCD", "KUBELET", "KUBE_PROXY", "KUBE_ROUTER", "CAPN_IMAGES"} {
 		flagName := flagName(name)
 		bins[name] = flag.String(flagName, os.Getenv(name), "path of "+flagName+" (default $"+name+")")
 	}
@@ -110,7 +110,7 @@ func run(t *runner, repoRoot string, bins map[string]*string) {
 		t.Fatalf("no non-loopback node IP: kubelet and pods need %s to be a real address", c.NodeIP)
 	}
 	node := c.StartNode(t, framework.NodeOptions{
-		Kubelet: *bins["KUBELET"], KubeProxy: *bins["KUBE_PROXY"], Images: []string{*bins["CAPN_IMAGES"]},
+		Kubelet: *bins["KUBELET"], KubeProxy: *bins["KUBE_PROXY"], KubeRouter: *bins["KUBE_ROUTER"], Images: []string{*bins["CAPN_IMAGES"]},
 	})
 	// StartNode removed the nodes of launchers killed with SIGKILL.
 	removeStaleRunDirs(t)

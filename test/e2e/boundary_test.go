@@ -30,8 +30,8 @@ const probeTimeout = 3 * time.Second
 
 // testNetworkBoundary is issue 30 §2 on the real node under the enforcing
 // NetworkPolicy engine: a pod of tenant a tries every path out of its
-// tenant and each is dropped, while the same connect from the host (the
-// control) reaches it; the paths a tenant needs stay open. Both tenants
+// tenant and each is refused or dropped, while the same connect from the
+// host (the control) is accepted; the paths a tenant needs stay open. Both tenants
 // run app/web (testDataPlaneOnNode) and a keeps its DNS addon.
 func testNetworkBoundary(t *testing.T, admin framework.Kubectl, node *framework.Node, a, b dataPlaneTenant) {
 	podIP := func(ns, selector string) string {
@@ -66,7 +66,8 @@ func testNetworkBoundary(t *testing.T, admin framework.Kubectl, node *framework.
 		"management apiserver on the node": mgmtEndpoint,
 		"capn-apiserver Service":           hostPort(capnSvc, 443),
 		"capn-apiserver pod":               hostPort(podIP(framework.CapnNamespace, "app.kubernetes.io/name=capn-apiserver"), 8443),
-		"the node's kubelet":               hostPort(node.IP.String(), 10250),
+		"the node's kubelet": admin.MustRun(t, "", "get", "node", node.Name, "-o",
+			"jsonpath={.status.addresses[?(@.type==\"InternalIP\")].address}:{.status.daemonEndpoints.kubeletEndpoint.Port}"),
 	}
 	// What a's pods need.
 	allowed := map[string]string{
@@ -80,43 +81,47 @@ func testNetworkBoundary(t *testing.T, admin framework.Kubectl, node *framework.
 			"-o", "jsonpath={.items[0].spec.clusterIP}:{.items[0].spec.ports[0].port}"),
 	}
 
-	// The control: from the host, every forbidden path is reachable, so a
-	// drop seen from the pod is the policy's.
+	// The control: from the host, something listens on every forbidden
+	// path, so a connection refused or dropped from the pod is the
+	// policy's (kube-router rejects, which looks like no listener).
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	control := netprobe.Dial(ctx, slices.Collect(maps.Values(forbidden)), probeTimeout)
 	for what, addr := range forbidden {
-		assert.True(t, netprobe.Reached(control[addr]), "control: %s (%s) from the host: %s, want reached", what, addr, control[addr])
+		assert.Equal(t, netprobe.Open, control[addr], "control: %s (%s) from the host", what, addr)
 	}
 
 	addrs := append(slices.Collect(maps.Values(forbidden)), slices.Collect(maps.Values(allowed))...)
-	probe := fmt.Sprintf(`apiVersion: v1
+	// The probe runs once the engine judges the pod: until the kubelet has
+	// published a new pod's IP and the engine has synced, its connections
+	// pass unjudged (docs/security.md, residual risk). That window is
+	// measured and logged, not asserted.
+	a.tk.MustRun(t, `apiVersion: v1
 kind: Pod
 metadata: {name: boundary-probe, namespace: app}
 spec:
-  restartPolicy: Never
   containers:
-  - name: dial
+  - name: probe
     image: capn.dev/capn-testserver:dev
-    args: [dial, --timeout=%s, --out=/dev/termination-log, %s]
-`, probeTimeout, strings.Join(addrs, ", "))
-	a.tk.MustRun(t, probe, "create", "-f", "-")
+    args: [serve]
+`, "create", "-f", "-")
 	defer a.tk.Run("", "delete", "pod", "-n", "app", "boundary-probe", "--wait=false")
-	var msg string
-	framework.Eventually(t, 2*time.Minute, "the boundary probe in "+a.name+" finished", func() (bool, string) {
-		r := a.tk.Run("", "get", "pod", "-n", "app", "boundary-probe", "-o",
-			"jsonpath={.status.phase} {.status.containerStatuses[0].state.terminated.message}")
-		phase, m, _ := strings.Cut(r.Stdout, " ")
-		msg = m
-		return phase == "Succeeded" && m != "", r.Stdout + r.Stderr
+	a.tk.MustRun(t, "", "wait", "-n", "app", "pod/boundary-probe", "--for=condition=Ready", "--timeout=2m")
+	probeIP := a.tk.MustRun(t, "", "get", "pod", "-n", "app", "boundary-probe", "-o", "jsonpath={.status.podIP}")
+	started := time.Now()
+	framework.Eventually(t, time.Minute, "the NetworkPolicy engine judges the probe pod", func() (bool, string) {
+		err := node.NetworkPolicyJudges(probeIP)
+		return err == nil, fmt.Sprint(err)
 	})
+	t.Logf("numbers: the NetworkPolicy engine judged the probe pod %s after it was Ready", time.Since(started).Round(time.Millisecond))
+	msg := a.tk.MustRun(t, "", append([]string{"exec", "-n", "app", "boundary-probe", "--", "capn-testserver", "dial", "--timeout=" + probeTimeout.String()}, addrs...)...)
 	var got map[string]string
 	require.NoError(t, json.Unmarshal([]byte(msg), &got), "probe verdicts: %s", msg)
 	for what, addr := range forbidden {
-		assert.Equal(t, netprobe.Dropped, got[addr], "%s (%s) from a pod of %s", what, addr, a.name)
+		assert.True(t, netprobe.Blocked(got[addr]), "%s (%s) from a pod of %s: %s, want refused or dropped", what, addr, a.name, got[addr])
 	}
 	for what, addr := range allowed {
-		assert.True(t, netprobe.Reached(got[addr]), "%s (%s) from a pod of %s: %s, want reached", what, addr, a.name, got[addr])
+		assert.Equal(t, netprobe.Open, got[addr], "%s (%s) from a pod of %s", what, addr, a.name)
 	}
 
 	// The tenant apiserver reaches its own pods (pods/proxy, as webhooks

@@ -20,6 +20,9 @@ import (
 // this machine, registered with a Cluster.
 type NodeOptions struct {
 	Kubelet, KubeProxy string
+	// KubeRouter is the NetworkPolicy engine's binary (netpol.go); empty
+	// means $KUBE_ROUTER, which the Makefile sets beside the others.
+	KubeRouter string
 	// Images are docker-archive tarballs imported into the node's
 	// containerd before kubelet starts: no registry is reachable, so every
 	// image a pod uses (and the pause image) must come from here.
@@ -51,6 +54,8 @@ type Node struct {
 	Ready time.Duration
 
 	Containerd, Kubelet, KubeProxy *Process
+	// NetworkPolicy is the NetworkPolicy engine (netpol.go).
+	NetworkPolicy *Process
 
 	c  *Cluster
 	st *nodeState
@@ -75,9 +80,9 @@ func (c *Cluster) StartNode(t TB, opts NodeOptions) *Node {
 	if err := opts.defaults(c); err != nil {
 		t.Fatalf("NodeOptions: %v", err)
 	}
-	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "iptables-save", "iptables-restore", "ip", "nft"} {
+	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "iptables-save", "iptables-restore", "ip", "ipset"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: install the Debian packages containerd runc containernetworking-plugins iptables iproute2 nftables (hack/install-deps.sh)", tool)
+			t.Fatalf("%s not found: install the Debian packages containerd runc containernetworking-plugins iptables iproute2 ipset (hack/install-deps.sh)", tool)
 		}
 	}
 	for _, plugin := range []string{"bridge", "host-local", "portmap", "loopback"} {
@@ -181,23 +186,28 @@ func (c *Cluster) StartNode(t TB, opts NodeOptions) *Node {
 		}
 		return fmt.Errorf("no Ready condition yet")
 	})
-	// The NetworkPolicy engine, before any test pod: every pod the tests
-	// start runs under enforcement.
-	if err := n.deployNetworkPolicyEngine(ctx); err != nil {
-		t.Fatal(err)
+	// The NetworkPolicy engine (netpol.go), before any test pod: every
+	// pod the tests start runs under enforcement.
+	if err := n.grantNetworkPolicyEngine(ctx); err != nil {
+		t.Fatalf("RBAC of the NetworkPolicy engine: %v", err)
 	}
-	n.waitFor(t, n.Kubelet, opts.ReadyTimeout, "the NetworkPolicy engine on "+n.Name, func() error { return n.networkPolicyEngineReady(ctx) })
-	if err := st.guardNodeInput(); err != nil {
-		t.Fatalf("guarding the node's INPUT: %v", err)
+	engineKubeconfig, err := n.engineKubeconfig()
+	if err != nil {
+		t.Fatalf("NetworkPolicy engine configuration: %v", err)
 	}
+	n.NetworkPolicy = StartProcess(t, n.Dir, networkPolicyEngineName, opts.KubeRouter, n.networkPolicyEngineArgs(engineKubeconfig)...)
+	n.waitFor(t, n.NetworkPolicy, opts.ReadyTimeout, "the NetworkPolicy engine on "+n.Name, networkPolicyEngineReady)
 	n.Ready = time.Since(begin)
 	t.Logf("node %s Ready %s after StartNode (dir %s, bridge %s, pods %s)", n.Name, n.Ready.Round(time.Millisecond), n.Dir, n.Bridge, n.PodSubnet)
 	return n
 }
 
 func (o *NodeOptions) defaults(c *Cluster) error {
-	if o.Kubelet == "" || o.KubeProxy == "" {
-		return fmt.Errorf("kubelet and kube-proxy binaries are required")
+	if o.KubeRouter == "" {
+		o.KubeRouter = os.Getenv("KUBE_ROUTER")
+	}
+	if o.Kubelet == "" || o.KubeProxy == "" || o.KubeRouter == "" {
+		return fmt.Errorf("kubelet, kube-proxy and kube-router binaries are required (KUBE_ROUTER: hack/build-tools.sh --print-path kube-router)")
 	}
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 2 * time.Minute

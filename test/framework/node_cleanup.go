@@ -30,9 +30,6 @@ func teardown(st *nodeState) []error {
 		return strings.Contains(cmdline, st.ContainerdSocket) || strings.Contains(cmdline, st.Dir+"/")
 	})
 	add(killCgroup(st.CgroupRoot))
-	if !slices.Contains(st.NftTables, "inet "+networkPolicyTable) {
-		add(removeNetworkPolicyTable())
-	}
 	add(unmountUnder(st.Dir))
 	for _, br := range []string{st.Bridge, st.SinkBridge} {
 		if _, err := os.Stat("/sys/class/net/" + br); err == nil {
@@ -42,6 +39,7 @@ func teardown(st *nodeState) []error {
 		}
 	}
 	errs = append(errs, deleteNewChains(st.Chains)...)
+	errs = append(errs, destroyNewIPSets(st.IPSets)...)
 	errs = append(errs, deleteNewEmptyTables(st.NftTables)...)
 	add(removeCgroups(st.CgroupRoot))
 	add(removeHostFiles(st))

@@ -35,6 +35,9 @@ type nodeState struct {
 	// NftTables are the nf_tables tables that existed before: iptables-nft
 	// creates a table on first use and leaves it, empty, when its chains go.
 	NftTables []string
+	// IPSets are the ipsets that existed before: the NetworkPolicy engine
+	// makes its own, which teardown destroys.
+	IPSets []string
 	// Sysctls are values found before start; teardown writes them back
 	// (the bridge plugin enables forwarding, for instance).
 	Sysctls map[string]string
@@ -71,6 +74,7 @@ func newNodeState(n *Node, serviceCIDR string) (*nodeState, error) {
 		return nil, err
 	}
 	st.NftTables = listNftTables()
+	st.IPSets = listIPSets()
 	for _, p := range restoredSysctls {
 		if b, err := os.ReadFile(p); err == nil {
 			st.Sysctls[p] = strings.TrimSpace(string(b))

@@ -16,8 +16,8 @@ import (
 const (
 	// Open: something accepted the connection.
 	Open = "open"
-	// Refused: the address answered with a reset (no listener). It was
-	// reached, so for the boundary it counts as open.
+	// Refused: a reset or an ICMP port-unreachable came back: no
+	// listener, or a policy that rejects (kube-router does).
 	Refused = "refused"
 	// Dropped: no answer before the timeout, or the network said the
 	// host is unreachable: what a NetworkPolicy drop looks like.
@@ -70,5 +70,7 @@ func Verdict(err error) string {
 	}
 }
 
-// Reached says whether a verdict means the address was reached.
-func Reached(v string) bool { return v == Open || v == Refused }
+// Blocked says whether a verdict means no connection was made, for a
+// reason the network gave (not a local error). A probe that is blocked
+// where the control from the host is Open was stopped by policy.
+func Blocked(v string) bool { return v == Refused || v == Dropped }

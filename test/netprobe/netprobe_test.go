@@ -22,7 +22,9 @@ func TestDial(t *testing.T) {
 	require.NoError(t, l.Close())
 	assert.Equal(t, Open, got[open])
 	assert.Equal(t, Refused, got[closed])
-	assert.True(t, Reached(Refused))
-	assert.False(t, Reached(Dropped))
+	assert.True(t, Blocked(Refused))
+	assert.True(t, Blocked(Dropped))
+	assert.False(t, Blocked(Open))
+	assert.False(t, Blocked("error: no such host"))
 	assert.Equal(t, Dropped, Verdict(context.DeadlineExceeded))
 }
