@@ -180,6 +180,14 @@ func run(ctx context.Context, o *options) error {
 		}
 		so.Kubelet.Management = rest.CopyConfig(hostCfg)
 	}
+	if o.WebhookRequireClientCert {
+		// The apiserver presents its kubelet client certificate to
+		// webhooks too (its admission configuration).
+		if so.Webhook.ClientCAs, err = tenantCAs(tenantCfg); err != nil {
+			return err
+		}
+		so.Webhook.ClientCommonNames = []string{names.KubeletClientCommonName}
+	}
 	if so.Tenant, err = kubernetes.NewForConfig(tenantCfg); err != nil {
 		return err
 	}

@@ -42,6 +42,7 @@ const (
 	FlagHealthAddress             = "health-address"
 	FlagWebhookBindAddress        = "webhook-bind-address"
 	FlagWebhookAdvertiseAddress   = "webhook-advertise-address"
+	FlagWebhookRequireClientCert  = "webhook-require-client-cert"
 	FlagKubeletBindAddress        = "kubelet-bind-address"
 	FlagKubeletAdvertiseAddress   = "kubelet-advertise-address"
 	FlagDNSAddon                  = "dns-addon"
@@ -84,6 +85,7 @@ type Options struct {
 	HealthAddress             string
 	WebhookBindAddress        string
 	WebhookAdvertiseAddress   string
+	WebhookRequireClientCert  bool
 	KubeletBindAddress        string
 	KubeletAdvertiseAddress   string
 	DNSAddon                  bool
@@ -114,6 +116,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectNamespace, FlagLeaderElectNamespace, o.LeaderElectNamespace, "Tenant namespace of the leader-election Lease.")
 	fs.StringVar(&o.HealthAddress, FlagHealthAddress, o.HealthAddress, "host:port serving /healthz and /readyz over HTTP; empty serves none. /readyz is ok once this replica syncs (caches synced) or stands by as a non-leader.")
 	fs.StringVar(&o.WebhookBindAddress, FlagWebhookBindAddress, o.WebhookBindAddress, "host:port of the HTTPS server for the tenant's Service admission webhook.")
+	fs.BoolVar(&o.WebhookRequireClientCert, FlagWebhookRequireClientCert, o.WebhookRequireClientCert, "Serve the Service webhook only to the tenant apiserver: a client certificate signed by the tenant CA, with the apiserver's kubelet client name. capn sets it once the tenant apiserver presents one.")
 	fs.StringVar(&o.WebhookAdvertiseAddress, FlagWebhookAdvertiseAddress, o.WebhookAdvertiseAddress, "host:port the tenant apiserver calls the Service webhook at (the leader registers it in the tenant); empty: no webhook, tenant Services keep the tenant's own ClusterIP allocation.")
 	fs.StringVar(&o.KubeletBindAddress, FlagKubeletBindAddress, o.KubeletBindAddress, "host:port of the HTTPS server for the virtual Nodes' kubelet API (logs, exec, attach, port-forward), which the leader serves.")
 	fs.StringVar(&o.KubeletAdvertiseAddress, FlagKubeletAdvertiseAddress, o.KubeletAdvertiseAddress, "IP:port the tenant apiserver reaches the kubelet API at: the virtual Nodes' InternalIP and kubelet port. Empty: virtual Nodes keep the host nodes' addresses and no kubelet API is served.")

@@ -31,8 +31,9 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 
 	cn := nc.Spec.ClusterNetwork
 	in := profiles.Params{ServiceCIDR: cn.ServiceCIDR, PodCIDR: cn.PodCIDR, DNSDomain: cn.DNSDomain,
-		SharedDataPlane: nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared,
-		NodeJoin:        p.revision(component) >= JoinTemplateRevision}
+		SharedDataPlane:   nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared,
+		NodeJoin:          p.revision(component) >= JoinTemplateRevision,
+		WebhookClientCert: shared(nc) && p.revision(component) >= WebhookClientCertTemplateRevision}
 	// The etcd files have the same names whichever etcd it is; only the
 	// Secrets behind them differ.
 	etcdCA := file{provisioner.SecretEtcdCA, corev1.TLSCertKey, profiles.FileEtcdCACert}
@@ -60,6 +61,10 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	}
 
 	config := map[string]string{profiles.FileAuthenticationConfig: prof.AuthenticationConfig(in)}
+	if in.WebhookClientCert {
+		config[profiles.FileAdmissionConfig] = prof.AdmissionConfig()
+		config[profiles.FileWebhookKubeconfig] = prof.WebhookKubeconfig()
+	}
 	pki := projectedSecrets("pki", []file{
 		{provisioner.SecretCA, corev1.TLSCertKey, profiles.FileCACert},
 		{provisioner.SecretAPIServerServing, corev1.TLSCertKey, profiles.FileAPIServerCert},

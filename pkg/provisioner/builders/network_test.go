@@ -2,15 +2,21 @@ package builders
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/profiles"
 )
 
 // Red-team finding 1: the tenant apiserver's egress was open, so a tenant
@@ -105,3 +111,29 @@ func TestSyncerEgressToManagementAPIServer(t *testing.T) {
 	assert.Equal(t, 34567, got[0].Ports[0].Port.IntValue())
 }
 
+
+// Finding 2: a Shared tenant's apiserver presents its client certificate
+// to webhooks from revision 5, and only then does its syncer require one,
+// so a tenant whose apiserver has not rolled keeps creating Services.
+func TestWebhookClientCertFollowsTheAPIServerRevision(t *testing.T) {
+	nc := decodeNestedCluster(t, "testdata/shared/input.yaml")
+	for _, rev := range []int{WebhookClientCertTemplateRevision - 1, WebhookClientCertTemplateRevision} {
+		p := defaultParams
+		p.Revisions = TemplateRevisions{v1alpha1.ComponentAPIServer: rev}
+		objs, err := All(nc, p)
+		require.NoError(t, err)
+		want := rev >= WebhookClientCertTemplateRevision
+		cm := find[*corev1.ConfigMap](objs, provisioner.APIServerConfigName)
+		require.NotNil(t, cm)
+		_, hasAdmission := cm.Data[profiles.FileAdmissionConfig]
+		assert.Equal(t, want, hasAdmission, "revision %d: admission config", rev)
+		api := find[*appsv1.Deployment](objs, provisioner.APIServerName)
+		require.NotNil(t, api)
+		assert.Equal(t, want, slices.ContainsFunc(api.Spec.Template.Spec.Containers[0].Args, func(a string) bool {
+			return strings.HasPrefix(a, "--admission-control-config-file=")
+		}), "revision %d: apiserver flag", rev)
+		syncer := find[*appsv1.Deployment](objs, provisioner.SyncerName)
+		require.NotNil(t, syncer)
+		assert.Equal(t, want, slices.Contains(syncer.Spec.Template.Spec.Containers[0].Args, "--"+cmdsyncer.FlagWebhookRequireClientCert+"=true"), "revision %d: syncer flag", rev)
+	}
+}

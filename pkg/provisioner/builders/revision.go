@@ -34,7 +34,16 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	   kube-public/cluster-info, so real nodes can join
 //	   (JoinTemplateRevision).
 //	4: the lean defaults (LeanTemplateRevision, lean.go).
-const LatestTemplateRevision = 4
+//	5: a Shared tenant's kube-apiserver presents its kubelet client
+//	   certificate to admission webhooks, and its syncer's Service webhook
+//	   requires it (WebhookClientCertTemplateRevision).
+const LatestTemplateRevision = 5
+
+// WebhookClientCertTemplateRevision is the first revision whose
+// kube-apiserver presents a client certificate to webhooks. The syncer
+// requires one only once its apiserver is rendered at it, so a tenant
+// whose apiserver has not rolled yet keeps creating Services.
+const WebhookClientCertTemplateRevision = 5
 
 // JoinTemplateRevision is the first revision whose kube-apiserver lets
 // nodes join with a bootstrap token. An apiserver rendered earlier gets it

@@ -139,6 +139,9 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		cmdsyncer.FlagKubeletAdvertiseAddress: "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerKubeletPort),
 		cmdsyncer.FlagDNSAddon:                strconv.FormatBool(nc.Spec.DNS.Mode != v1alpha1.DNSNone),
 	}
+	if p.revision(v1alpha1.ComponentAPIServer) >= WebhookClientCertTemplateRevision {
+		flags[cmdsyncer.FlagWebhookRequireClientCert] = "true"
+	}
 	if nc.Spec.DNS.Mode != v1alpha1.DNSNone {
 		flags[cmdsyncer.FlagDNSImage] = dnsImage(nc, dp)
 		if len(dp.DNSUpstreams) > 0 {

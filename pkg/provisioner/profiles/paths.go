@@ -44,6 +44,8 @@ const (
 	FileEtcdPeerKey    = "peer.key"
 
 	FileAuthenticationConfig = "authentication-config.yaml"
+	FileAdmissionConfig      = "admission-config.yaml"
+	FileWebhookKubeconfig    = "webhook-kubeconfig.yaml"
 	FileSchedulerConfig      = "scheduler-config.yaml"
 )
 

@@ -60,6 +60,12 @@ type Params struct {
 	// (TLS bootstrap). The builders set it from template revision 3 on, so
 	// a capn upgrade does not roll every tenant apiserver to add it.
 	NodeJoin bool
+	// WebhookClientCert: kube-apiserver presents its kubelet client
+	// certificate to admission webhooks (--admission-control-config-file),
+	// so capn-syncer's Service webhook can require it (red-team finding
+	// 2). The builders set it for Shared tenants from template revision 5
+	// on.
+	WebhookClientCert bool
 
 	// EtcdInitialCluster, EtcdInitialAdvertisePeerURLs and
 	// EtcdAdvertiseClientURLs describe the etcd membership; they may

@@ -26,7 +26,7 @@ func sampleParams(leaderElect bool) Params {
 	return Params{
 		EtcdServers: []string{"https://etcd:2379"}, EtcdPrefix: "/registry",
 		ServiceCIDR: "10.96.0.0/12", PodCIDR: "10.244.0.0/16", DNSDomain: "cluster.local",
-		LeaderElect: leaderElect,
+		LeaderElect: leaderElect, WebhookClientCert: true,
 	}
 }
 

@@ -94,6 +94,9 @@ func apiServerFlags(in Params) Flags {
 	if in.EtcdCompactionDisabled {
 		f["etcd-compaction-interval"] = "0"
 	}
+	if in.WebhookClientCert {
+		f["admission-control-config-file"] = conf(FileAdmissionConfig)
+	}
 	return f
 }
 
@@ -229,6 +232,39 @@ anonymous:
 		s += "  - path: " + ClusterInfoPath + "\n"
 	}
 	return s
+}
+
+// AdmissionConfig is kube-apiserver's --admission-control-config-file with
+// WebhookClientCert: both webhook plugins read WebhookKubeconfig.
+func (p Profile) AdmissionConfig() string {
+	s := `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+`
+	for _, plugin := range []string{"ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"} {
+		s += `- name: ` + plugin + `
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: ` + conf(FileWebhookKubeconfig) + "\n"
+	}
+	return s
+}
+
+// WebhookKubeconfig gives every webhook the apiserver calls its kubelet
+// client certificate (signed by the tenant CA, common name
+// provisioner.KubeletClientCommonName), which capn-syncer's webhook
+// requires. "*" because the syncer's webhook is called at its leader's
+// pod IP, which moves; a tenant's own webhooks see the certificate too,
+// which proves only what the kubelet API already sees.
+func (p Profile) WebhookKubeconfig() string {
+	return `apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: ` + pki(FileAPIServerKubeletCert) + `
+    client-key: ` + pki(FileAPIServerKubeletKey) + "\n"
 }
 
 // ClusterInfoPath is the one API path anonymous requests may read when

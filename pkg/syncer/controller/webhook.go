@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,9 +74,41 @@ type WebhookOptions struct {
 	// AdvertiseAddress is the host:port the tenant apiserver calls: in
 	// the webhook's URL and in the serving certificate.
 	AdvertiseAddress string
+	// ClientCAs, when set, make the webhook require a client certificate
+	// that verifies against them and names one of ClientCommonNames: the
+	// tenant apiserver's (red-team finding 2: anyone who reached the pod
+	// could create host Services in the workload namespace).
+	ClientCAs         *x509.CertPool
+	ClientCommonNames []string
 }
 
 func (o WebhookOptions) enabled() bool { return o.AdvertiseAddress != "" }
+
+// tlsConfig requires and verifies a client certificate when ClientCAs are
+// set.
+func (o WebhookOptions) tlsConfig(getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: getCertificate}
+	if o.ClientCAs != nil {
+		c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, o.ClientCAs
+	}
+	return c
+}
+
+// authenticate refuses, with ClientCAs set, a verified certificate of
+// another name than ClientCommonNames: the tenant CA signs every tenant
+// user's certificate too.
+func (o WebhookOptions) authenticate(next http.Handler) http.Handler {
+	if o.ClientCAs == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || !slices.Contains(o.ClientCommonNames, r.TLS.VerifiedChains[0][0].Subject.CommonName) {
+			http.Error(w, "only the tenant apiserver may call this webhook", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // servingCerts is the serving identity of the webhook and the kubelet
 // API: a CA made at start that lives only in memory (the tenant sees its
@@ -174,10 +207,10 @@ func (s *Syncer) serveWebhook(ctx context.Context) error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc(ServiceWebhookPath, s.serveServiceAdmission)
+	mux.Handle(ServiceWebhookPath, s.o.Webhook.authenticate(http.HandlerFunc(s.serveServiceAdmission)))
 	srv := &http.Server{
 		Handler:           mux,
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.getCertificate},
+		TLSConfig:         s.o.Webhook.tlsConfig(certs.getCertificate),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 	}
