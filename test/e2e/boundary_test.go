@@ -49,6 +49,24 @@ func testNetworkBoundary(t *testing.T, admin framework.Kubectl, node *framework.
 		"-o", "jsonpath={.items[0].endpoints[0].addresses[0]}:{.items[0].ports[0].port}")
 	capnSvc := admin.MustRun(t, "", "get", "svc", "-n", framework.CapnNamespace, framework.CapnService, "-o", "jsonpath={.spec.clusterIP}")
 	syncerKubelet := cmdsyncer.KubeletPort
+	// A plain HTTP server on the management side, in a namespace without
+	// policies: what any provider workload looks like to a tenant.
+	admin.MustRun(t, `apiVersion: v1
+kind: Namespace
+metadata: {name: boundary-mgmt}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: boundary-mgmt, labels: {app: boundary-web}}
+spec:
+  containers:
+  - name: web
+    image: capn.dev/capn-testserver:dev
+    args: [serve]
+    readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}
+`, "apply", "-f", "-")
+	defer admin.Run("", "delete", "namespace", "boundary-mgmt", "--wait=false")
+	admin.MustRun(t, "", "wait", "-n", "boundary-mgmt", "pod/web", "--for=condition=Ready", "--timeout=2m")
 
 	// Each path a pod of a must not take, by what it is.
 	forbidden := map[string]string{
@@ -66,6 +84,7 @@ func testNetworkBoundary(t *testing.T, admin framework.Kubectl, node *framework.
 		"management apiserver on the node": mgmtEndpoint,
 		"capn-apiserver Service":           hostPort(capnSvc, 443),
 		"capn-apiserver pod":               hostPort(podIP(framework.CapnNamespace, "app.kubernetes.io/name=capn-apiserver"), 8443),
+		"a management pod":                 hostPort(podIP("boundary-mgmt", "app=boundary-web"), 8080),
 		"the node's kubelet": admin.MustRun(t, "", "get", "node", node.Name, "-o",
 			"jsonpath={.status.addresses[?(@.type==\"InternalIP\")].address}:{.status.daemonEndpoints.kubeletEndpoint.Port}"),
 	}
@@ -129,14 +148,17 @@ spec:
 	webPod := strings.Fields(a.tk.MustRun(t, "", "get", "pods", "-n", "app", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
 	require.NotEmpty(t, webPod)
 	a.tk.MustRun(t, "", "get", "--raw", "/api/v1/namespaces/app/pods/"+webPod[0]+":8080/proxy/healthz")
-	// ...but not another tenant's, through a Node it made up with b's pod
-	// address (red-team finding 1: nodes/proxy dials whatever address a
-	// tenant's cluster-admin writes into a Node's status).
-	testNodeProxyRefused(t, a, forbidden["b's pod"])
+	// ...but not the provider's, through a Node it made up with a
+	// management pod's address (red-team finding 1: nodes/proxy dials
+	// whatever address a tenant's cluster-admin writes into a Node's
+	// status, and that pod has no policy of its own to refuse it).
+	testNodeProxyRefused(t, a, forbidden["a management pod"])
 }
 
 // testNodeProxyRefused makes a Node in tenant a whose address is target's
-// host and asks the tenant apiserver to proxy to it.
+// host and asks the tenant apiserver to proxy to it: its egress policy
+// must refuse (before finding 1's fix, its egress was open and this
+// answered "ok").
 func testNodeProxyRefused(t *testing.T, a dataPlaneTenant, target string) {
 	host, port, err := net.SplitHostPort(target)
 	require.NoError(t, err)
@@ -145,7 +167,7 @@ func testNodeProxyRefused(t *testing.T, a dataPlaneTenant, target string) {
 	a.tk.MustRun(t, "", "patch", "node", "decoy", "--subresource=status", "--type=merge", "-p",
 		fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":%q}]}}`, host))
 	r := a.tk.Run("", "get", "--raw", "/api/v1/nodes/http:decoy:"+port+"/proxy/healthz", "--request-timeout=20s")
-	assert.Error(t, r.Err, "nodes/proxy to another tenant's pod answered: %s", r.Stdout)
-	assert.NotContains(t, r.Stdout, "ok", "nodes/proxy reached another tenant's pod")
+	assert.Error(t, r.Err, "nodes/proxy to %s answered: %s", target, r.Stdout)
+	assert.NotContains(t, r.Stdout, "ok", "nodes/proxy reached %s", target)
 	t.Logf("nodes/proxy to %s through a made-up Node: %s", target, strings.TrimSpace(r.Stderr))
 }
