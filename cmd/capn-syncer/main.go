@@ -132,9 +132,19 @@ func syncerOptions(o *options) (controller.Options, error) {
 			Nameserver: o.TenantNameserver, DNSDomain: o.TenantDNSDomain,
 			Level: level, RuntimeClasses: splitList(o.AllowedRuntimeClasses), MaxGracePeriodSeconds: o.MaxTerminationGracePeriod,
 			AllowNetRaw: o.AllowNetRaw, MaxEmptyDirSize: maxEmptyDir,
+			PullAlways: o.PullAlways, CachedImages: cachedImages(o),
 		},
 	}
 	return so, nil
+}
+
+// cachedImages are --cached-images and, with the DNS addon, its image.
+func cachedImages(o *options) []string {
+	images := splitList(o.CachedImages)
+	if o.DNSAddon && o.DNSImage != "" {
+		images = append(images, o.DNSImage)
+	}
+	return images
 }
 
 func flagErr(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }

@@ -171,3 +171,29 @@ func testNodeProxyRefused(t *testing.T, a dataPlaneTenant, target string) {
 	assert.NotContains(t, r.Stdout, "ok", "nodes/proxy reached %s", target)
 	t.Logf("nodes/proxy to %s through a made-up Node: %s", target, strings.TrimSpace(r.Stderr))
 }
+
+// testCachedImageRefused is red-team finding 6: a tenant ran the
+// provider's capn-apiserver:dev from the node's cache with
+// imagePullPolicy Never. Now its host pod pulls (Always): no registry has
+// the image, so it never runs, and the tenant sees a pull failure in
+// capn's words. The test server image, which the dev overlay lists in
+// --tenant-cached-images, runs from the cache in every other test here.
+func testCachedImageRefused(t *testing.T, admin framework.Kubectl, a dataPlaneTenant) {
+	a.tk.MustRun(t, `apiVersion: v1
+kind: Pod
+metadata: {name: cached-image, namespace: app}
+spec:
+  containers:
+  - {name: c, image: "capn.dev/capn-apiserver:dev", imagePullPolicy: Never}
+`, "create", "-f", "-")
+	defer a.tk.Run("", "delete", "pod", "-n", "app", "cached-image", "--wait=false")
+	framework.Eventually(t, 2*time.Minute, "the tenant pod fails to pull the provider's image", func() (bool, string) {
+		r := a.tk.Run("", "get", "pod", "-n", "app", "cached-image", "-o",
+			"jsonpath={.status.phase} {.status.containerStatuses[0].state.waiting.reason} {.status.containerStatuses[0].state.running}")
+		f := strings.Fields(r.Stdout)
+		return len(f) >= 2 && (f[1] == "ErrImagePull" || f[1] == "ImagePullBackOff"), r.Stdout + r.Stderr
+	})
+	policies := admin.MustRun(t, "", "get", "pods", "-n", a.workloads, "-l", names.TenantNamespaceLabel+"=app", "-o",
+		`jsonpath={range .items[*]}{.metadata.annotations.capn\.dev/tenant-name}={.spec.containers[0].imagePullPolicy} {end}`)
+	assert.Contains(t, strings.Fields(policies), "cached-image=Always", "the host pod's pull policy")
+}

@@ -45,6 +45,10 @@ type DataPlaneOptions struct {
 	// (none by default: such names get NXDOMAIN and no query leaves it).
 	DNSImage     string
 	DNSUpstreams []string
+	// PullAlways and CachedImages: tenant containers pull with
+	// imagePullPolicy Always unless their image is listed (finding 6).
+	PullAlways   bool
+	CachedImages []string
 }
 
 func defaultDataPlaneOptions() DataPlaneOptions {
@@ -63,6 +67,7 @@ func defaultDataPlaneOptions() DataPlaneOptions {
 			"services": "500", "configmaps": "1000", "secrets": "1000"},
 		SyncerImage: builders.DefaultSyncerImage,
 		DNSImage:    versions.CoreDNSImage,
+		PullAlways:  true,
 	}
 }
 
@@ -86,6 +91,10 @@ func (o *DataPlaneOptions) AddFlags(fs *pflag.FlagSet) {
 		"The CoreDNS image of a Shared tenant's DNS addon where spec.dns.image names none.")
 	fs.StringSliceVar(&o.DNSUpstreams, "tenant-dns-upstreams", o.DNSUpstreams,
 		"Resolver IPs the tenants' CoreDNS forwards names outside their cluster to (at most 3). Empty (the default): those names get NXDOMAIN and no query leaves the tenant's DNS.")
+	fs.BoolVar(&o.PullAlways, "tenant-pull-always", o.PullAlways,
+		"Run tenant containers with imagePullPolicy Always, whatever they ask, unless their image is in --tenant-cached-images: the registry then checks the tenant's own credentials before an image already on the node runs, so a tenant cannot run another tenant's private images or the provider's.")
+	fs.StringSliceVar(&o.CachedImages, "tenant-cached-images", o.CachedImages,
+		"Images tenant pods may run from the node's cache with the pull policy they ask for (the tenant DNS addon's image always may).")
 	fs.StringVar(&o.ServiceCIDR, "management-service-cidr", o.ServiceCIDR,
 		"The management cluster's IPv4 service range, which Shared tenants share. Empty: read from its ServiceCIDR objects at start.")
 }
@@ -145,7 +154,7 @@ func (o DataPlaneOptions) builders() builders.DataPlane {
 	q, _ := parseQuota("tenant-workload-quota", o.Quota)
 	return builders.DataPlane{NodeSelector: o.NodeSelector, Tolerations: o.Tolerations, PodSecurity: o.PodSecurity,
 		Quota: q, SyncerImage: o.SyncerImage, RuntimeClasses: o.RuntimeClasses,
-		DNSImage: o.DNSImage, DNSUpstreams: o.DNSUpstreams}
+		DNSImage: o.DNSImage, DNSUpstreams: o.DNSUpstreams, PullAlways: o.PullAlways, CachedImages: o.CachedImages}
 }
 
 // policy is what the registry checks tenants against. The service range

@@ -32,6 +32,8 @@ const (
 	FlagAllowedRuntimeClasses     = "allowed-runtime-classes"
 	FlagMaxTerminationGracePeriod = "max-termination-grace-period"
 	FlagAllowNetRaw               = "allow-net-raw"
+	FlagPullAlways                = "pull-always"
+	FlagCachedImages              = "cached-images"
 	FlagMaxEmptyDirSize           = "max-empty-dir-size"
 	FlagMaxCopiedBytes            = "max-copied-bytes"
 	FlagWorkers                   = "workers"
@@ -75,6 +77,8 @@ type Options struct {
 	AllowedRuntimeClasses     string
 	MaxTerminationGracePeriod int64
 	AllowNetRaw               bool
+	PullAlways                bool
+	CachedImages              string
 	MaxEmptyDirSize           string
 	MaxCopiedBytes            string
 	Workers                   int
@@ -106,6 +110,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HostTolerations, FlagHostTolerations, o.HostTolerations, "Comma-separated tolerations of every host pod, each key[=value][:Effect].")
 	fs.StringVar(&o.AllowedRuntimeClasses, FlagAllowedRuntimeClasses, o.AllowedRuntimeClasses, "Comma-separated runtime classes tenant pods may name.")
 	fs.Int64Var(&o.MaxTerminationGracePeriod, FlagMaxTerminationGracePeriod, o.MaxTerminationGracePeriod, "Largest terminationGracePeriodSeconds a tenant pod may ask for.")
+	fs.BoolVar(&o.PullAlways, FlagPullAlways, o.PullAlways, "Run every tenant container whose image is not in --"+FlagCachedImages+" with imagePullPolicy Always, so the registry checks the tenant's credentials before a cached image runs.")
+	fs.StringVar(&o.CachedImages, FlagCachedImages, o.CachedImages, "Comma-separated images tenant pods may run from the node's cache as they ask; the DNS addon's image always may.")
 	fs.BoolVar(&o.AllowNetRaw, FlagAllowNetRaw, o.AllowNetRaw, "Keep the container runtime's default CAP_NET_RAW in tenant containers; false drops it from every host container, so a tenant cannot forge packets on a network it shares with other tenants.")
 	fs.StringVar(&o.MaxEmptyDirSize, FlagMaxEmptyDirSize, o.MaxEmptyDirSize, "Largest emptyDir sizeLimit a tenant pod may ask for (a quantity), and the sizeLimit of emptyDirs that set none.")
 	fs.StringVar(&o.MaxCopiedBytes, FlagMaxCopiedBytes, o.MaxCopiedBytes, "Bound on the total bytes (keys and values, a quantity) of the tenant ConfigMaps and Secrets copied to the management cluster; a pod that would exceed it is refused, and a copy that would grow past it keeps its old content.")

@@ -36,7 +36,9 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	4: the lean defaults (LeanTemplateRevision, lean.go).
 //	5: a Shared tenant's kube-apiserver presents its kubelet client
 //	   certificate to admission webhooks, and its syncer's Service webhook
-//	   requires it (WebhookClientCertTemplateRevision).
+//	   requires it (WebhookClientCertTemplateRevision); its syncer runs
+//	   tenant containers with imagePullPolicy Always unless the provider
+//	   lists their image (PullAlwaysTemplateRevision).
 const LatestTemplateRevision = 5
 
 // WebhookClientCertTemplateRevision is the first revision whose
@@ -44,6 +46,11 @@ const LatestTemplateRevision = 5
 // requires one only once its apiserver is rendered at it, so a tenant
 // whose apiserver has not rolled yet keeps creating Services.
 const WebhookClientCertTemplateRevision = 5
+
+// PullAlwaysTemplateRevision is the first revision whose syncer forces
+// image pulls (DataPlane.PullAlways): a running syncer gets it when its pod
+// rolls anyway.
+const PullAlwaysTemplateRevision = 5
 
 // JoinTemplateRevision is the first revision whose kube-apiserver lets
 // nodes join with a bootstrap token. An apiserver rendered earlier gets it

@@ -46,6 +46,10 @@ type DataPlane struct {
 	// forwards outside names to; empty forwards nothing.
 	DNSImage     string
 	DNSUpstreams []string
+	// PullAlways and CachedImages are the syncer's --pull-always and
+	// --cached-images (red-team finding 6), from template revision 5 on.
+	PullAlways   bool
+	CachedImages []string
 }
 
 // DefaultSyncerImage is the image `make images` builds.
@@ -138,6 +142,12 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		cmdsyncer.FlagKubeletBindAddress:      ":" + strconv.Itoa(syncerKubeletPort),
 		cmdsyncer.FlagKubeletAdvertiseAddress: "$(" + profiles.EnvPodIP + "):" + strconv.Itoa(syncerKubeletPort),
 		cmdsyncer.FlagDNSAddon:                strconv.FormatBool(nc.Spec.DNS.Mode != v1alpha1.DNSNone),
+	}
+	if dp.PullAlways && p.revision(component) >= PullAlwaysTemplateRevision {
+		flags[cmdsyncer.FlagPullAlways] = "true"
+		if len(dp.CachedImages) > 0 {
+			flags[cmdsyncer.FlagCachedImages] = strings.Join(dp.CachedImages, ",")
+		}
 	}
 	if p.revision(v1alpha1.ComponentAPIServer) >= WebhookClientCertTemplateRevision {
 		flags[cmdsyncer.FlagWebhookRequireClientCert] = "true"

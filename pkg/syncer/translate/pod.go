@@ -65,6 +65,15 @@ type Context struct {
 	// MaxEmptyDirSize bounds the sizeLimit of emptyDir volumes, and is the
 	// sizeLimit of those that set none; zero is names.MaxEmptyDirSize.
 	MaxEmptyDirSize resource.Quantity
+	// PullAlways makes every host container whose image is not one of
+	// CachedImages pull with imagePullPolicy Always (red-team finding 6):
+	// the kubelet then asks the registry, with the tenant's own pull
+	// secrets, before it runs an image, so a tenant cannot run another
+	// tenant's private image or the provider's from the node's cache.
+	// CachedImages are what the provider lets tenants run from the cache
+	// as they ask (the tenant DNS addon's image, for one).
+	PullAlways   bool
+	CachedImages []string
 }
 
 // Token is a service-account token the syncer must request from the tenant
@@ -194,6 +203,10 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	}
 	for i := range hs.InitContainers {
 		hs.InitContainers[i].Env = append(slices.Clone(env), hs.InitContainers[i].Env...)
+	}
+	if c.PullAlways {
+		pullAlways(hs.InitContainers, c.CachedImages)
+		pullAlways(hs.Containers, c.CachedImages)
 	}
 	if !c.AllowNetRaw {
 		// Adding NET_RAW back is refused by the Pod Security check below
@@ -663,6 +676,16 @@ func (r *refs) containers(in []corev1.Container, p *corev1.Pod) []corev1.Contain
 
 // netRaw is the capability dropped unless the provider allows it.
 const netRaw corev1.Capability = "NET_RAW"
+
+// pullAlways sets imagePullPolicy Always on each container whose image is
+// not exactly one of cached.
+func pullAlways(cs []corev1.Container, cached []string) {
+	for i := range cs {
+		if !slices.Contains(cached, cs[i].Image) {
+			cs[i].ImagePullPolicy = corev1.PullAlways
+		}
+	}
+}
 
 // dropNetRaw adds NET_RAW to each container's dropped capabilities, after
 // the tenant's own drops, unless they drop it or ALL already.

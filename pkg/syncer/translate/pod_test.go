@@ -347,3 +347,25 @@ func TestPodBoundsEmptyDirs(t *testing.T) {
 		})
 	}
 }
+
+// Red-team finding 6: a tenant asked for imagePullPolicy Never and ran an
+// image already on the node (capn-apiserver:dev). With PullAlways, every
+// container whose image the provider did not list pulls, so the registry
+// sees the tenant's credentials first.
+func TestPodPullAlways(t *testing.T) {
+	tenant := podOn(func(p *corev1.Pod) {
+		p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "capn.dev/capn-apiserver:dev", ImagePullPolicy: corev1.PullNever}}
+		p.Spec.Containers[0].Image = "registry.example/dns:1"
+		p.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+	})
+	c := goldenContext()
+	res, errs := Pod(tenant, c)
+	require.Empty(t, errs)
+	assert.Equal(t, corev1.PullNever, res.Pod.Spec.InitContainers[0].ImagePullPolicy, "off: as the tenant asks")
+
+	c.PullAlways, c.CachedImages = true, []string{"registry.example/dns:1"}
+	res, errs = Pod(tenant, c)
+	require.Empty(t, errs)
+	assert.Equal(t, corev1.PullAlways, res.Pod.Spec.InitContainers[0].ImagePullPolicy, "an unlisted image pulls")
+	assert.Equal(t, corev1.PullIfNotPresent, res.Pod.Spec.Containers[0].ImagePullPolicy, "a listed image keeps the tenant's policy")
+}

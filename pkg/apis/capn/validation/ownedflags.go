@@ -129,6 +129,8 @@ var OwnedFlags = map[string]map[string]string{
 		cmdsyncer.FlagAllowedRuntimeClasses:     whySyncerScope,
 		cmdsyncer.FlagMaxTerminationGracePeriod: whySyncerScope,
 		cmdsyncer.FlagAllowNetRaw:               whySyncerScope,
+		cmdsyncer.FlagPullAlways:                whySyncerScope,
+		cmdsyncer.FlagCachedImages:              whySyncerScope,
 		cmdsyncer.FlagMaxEmptyDirSize:           whySyncerScope,
 		cmdsyncer.FlagMaxCopiedBytes:            whySyncerScope,
 		cmdsyncer.FlagLeaderElect:               whyLeaderElect,
