@@ -111,7 +111,6 @@ func TestSyncerEgressToManagementAPIServer(t *testing.T) {
 	assert.Equal(t, 34567, got[0].Ports[0].Port.IntValue())
 }
 
-
 // Finding 2: a Shared tenant's apiserver presents its client certificate
 // to webhooks from revision 5, and only then does its syncer require one,
 // so a tenant whose apiserver has not rolled keeps creating Services.
