@@ -125,7 +125,7 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.He
 		// controller runs until the server stops.
 		go func() {
 			var err error
-			if deps.Network, err = o.Network.resolve(hctx, kubernetes.NewForConfigOrDie(mgmt)); err != nil {
+			if deps.Network, err = o.Network.resolve(hctx, mgmt); err != nil {
 				// Validate refused bad flags: this is the read, and the
 				// syncers keep their port-only rule to the management
 				// apiserver.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"capn.dev/capn/pkg/provisioner/builders"
 )
@@ -79,10 +80,14 @@ func (o NetworkOptions) network() (builders.Network, error) {
 // resolve is network() with the management apiserver's endpoints read
 // from the cluster when the flag names none. A failed read is logged by
 // the caller and leaves the syncer's fallback rule (ports 443 and 6443).
-func (o NetworkOptions) resolve(ctx context.Context, mgmt kubernetes.Interface) (builders.Network, error) {
+func (o NetworkOptions) resolve(ctx context.Context, cfg *rest.Config) (builders.Network, error) {
 	n, err := o.network()
 	if err != nil || len(n.ManagementAPIServer) > 0 {
 		return n, err
+	}
+	mgmt, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return n, fmt.Errorf("management client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
