@@ -518,17 +518,18 @@ func (w *podWatches) deployment(b *testing.B, ctx context.Context, host, tenant 
 	if err := client.AppsV1().Deployments(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	sel := metav1.ListOptions{LabelSelector: dpRunLabel + "=" + name}
 	framework.Eventually(b, 3*time.Minute, "pods of "+name+" gone", func() (bool, string) {
 		left := 0
+		// A synced pod carries the tenant's label under capn's key.
 		for _, side := range []struct {
 			client kubernetes.Interface
 			ns     string
-		}{{client, ns}, {host, w.hostNamespace(target)}} {
+			key    string
+		}{{client, ns, dpRunLabel}, {host, w.hostNamespace(target), names.TenantLabelKey(dpRunLabel)}} {
 			if side.ns == "" {
 				continue
 			}
-			pods, err := side.client.CoreV1().Pods(side.ns).List(ctx, sel)
+			pods, err := side.client.CoreV1().Pods(side.ns).List(ctx, metav1.ListOptions{LabelSelector: side.key + "=" + name})
 			if err != nil {
 				return false, err.Error()
 			}

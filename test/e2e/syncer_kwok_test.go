@@ -248,7 +248,7 @@ func TestSyncerOnKwok(t *testing.T) {
 		// name under another UID. The host scheduler cannot place it, so
 		// it gets a real FailedScheduling Event, besides the one made here.
 		impostor, err := hc.CoreV1().Pods(wl).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "impostor", Labels: translate.HostLabels(id.Namespace, "not-"+id.UID, nil),
+			ObjectMeta: metav1.ObjectMeta{Name: "impostor", Labels: translate.HostLabels(id.Namespace, "not-"+id.UID),
 				Annotations: map[string]string{names.TenantNameAnnotation: id.Name}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "capn.dev/capn-testserver:dev"}},
 				NodeSelector: map[string]string{"capn.dev/e2e": "nowhere"}},

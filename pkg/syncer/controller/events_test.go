@@ -29,7 +29,7 @@ func eventSyncer(t *testing.T) (*eventKind, *corev1.Pod, *record.FakeRecorder) {
 	tenant := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "tenant-uid"}, Spec: corev1.PodSpec{NodeName: "node-1"}}
 	host := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Namespace: testWorkloads, Name: names.Host("shop", "web-0"), UID: "host-uid",
-		Labels:      translate.HostLabels("shop", "tenant-uid", nil),
+		Labels:      translate.HostLabels("shop", "tenant-uid"),
 		Annotations: map[string]string{names.TenantNameAnnotation: "web-0"},
 	}}
 	tenants := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})

@@ -40,7 +40,7 @@ func statusSyncer(t *testing.T, tenantUID, hostUID string) (*podStatusKind, *fak
 	host := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: testWorkloads, Name: names.Host("shop", "web-0"),
-			Labels:      translate.HostLabels("shop", "tenant-"+hostUID, nil),
+			Labels:      translate.HostLabels("shop", "tenant-"+hostUID),
 			Annotations: map[string]string{names.TenantNameAnnotation: "web-0"},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.7", HostIP: "192.0.2.2"},

@@ -33,7 +33,7 @@ func eventPods() (host, tenant *corev1.Pod) {
 	}
 	host = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Namespace: eventWorkloads, Name: names.Host("shop", "web-0"), UID: "host-uid",
-		Labels:      HostLabels("shop", "tenant-uid", nil),
+		Labels:      HostLabels("shop", "tenant-uid"),
 		Annotations: map[string]string{names.TenantNameAnnotation: "web-0"},
 	}}
 	return host, tenant

@@ -14,7 +14,7 @@ func HostMeta(tenant metav1.Object, workloadNamespace string) metav1.ObjectMeta 
 	return metav1.ObjectMeta{
 		Name:        names.Host(tenant.GetNamespace(), tenant.GetName()),
 		Namespace:   workloadNamespace,
-		Labels:      HostLabels(tenant.GetNamespace(), string(tenant.GetUID()), nil),
+		Labels:      HostLabels(tenant.GetNamespace(), string(tenant.GetUID())),
 		Annotations: map[string]string{names.TenantNameAnnotation: tenant.GetName()},
 	}
 }

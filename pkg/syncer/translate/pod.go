@@ -74,6 +74,11 @@ type Context struct {
 	// as they ask (the tenant DNS addon's image, for one).
 	PullAlways   bool
 	CachedImages []string
+
+	// Per pod: its tenant namespace's labels, and whether a tenant
+	// NetworkPolicy isolates it for ingress or egress (PodLabels).
+	NamespaceLabels                 map[string]string
+	IngressIsolated, EgressIsolated bool
 }
 
 // Token is a service-account token the syncer must request from the tenant
@@ -220,7 +225,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        host,
 			Namespace:   c.WorkloadNamespace,
-			Labels:      HostLabels(tenant.Namespace, string(tenant.UID), tenant.Labels),
+			Labels:      PodLabels(tenant, c),
 			Annotations: map[string]string{names.TenantNameAnnotation: tenant.Name},
 		},
 		Spec: hs,
@@ -283,27 +288,38 @@ func DeletionGracePeriod(tenant *int64, c Context) *int64 {
 	return ptr.To(min(*tenant, c.maxGracePeriod()))
 }
 
-// reservedLabel: label keys a tenant may not carry onto the host, because
-// the syncer's and capn's selectors read them.
-func reservedLabel(k string) bool {
-	prefix, _, found := strings.Cut(k, "/")
-	return k == "app.kubernetes.io/managed-by" || found && (prefix == "capn.dev" || strings.HasSuffix(prefix, ".capn.dev"))
-}
-
-// HostLabels are a host object's labels: the tenant's own (so translated
-// Service selectors match them), less the reserved keys, plus the tenant
-// identity and the syncer's managed-by.
-func HostLabels(tenantNamespace, uid string, tenant map[string]string) map[string]string {
-	l := make(map[string]string, len(tenant)+3)
-	for k, v := range tenant {
-		if !reservedLabel(k) {
-			l[k] = v
-		}
+// HostLabels are the labels that record a host object's tenant identity
+// (namespace, and the UID when the object has one) and the syncer's
+// managed-by.
+func HostLabels(tenantNamespace, uid string) map[string]string {
+	l := map[string]string{
+		"app.kubernetes.io/managed-by": names.ManagedByValue,
+		names.TenantNamespaceLabel:     tenantNamespace,
 	}
-	l["app.kubernetes.io/managed-by"] = names.ManagedByValue
-	l[names.TenantNamespaceLabel] = tenantNamespace
 	if uid != "" {
 		l[names.TenantUIDLabel] = uid
+	}
+	return l
+}
+
+// PodLabels are a host pod's labels: its identity, the tenant pod's own
+// labels and its namespace's, each under a capn-owned key (red-team
+// finding 8: a provider selector must never take in a tenant pod), and
+// the NetworkPolicy isolation markers c names. Translated Service
+// selectors and NetworkPolicies select by the carried keys.
+func PodLabels(tenant *corev1.Pod, c Context) map[string]string {
+	l := HostLabels(tenant.Namespace, string(tenant.UID))
+	for k, v := range tenant.Labels {
+		l[names.TenantLabelKey(k)] = v
+	}
+	for k, v := range c.NamespaceLabels {
+		l[names.NamespaceLabelKey(k)] = v
+	}
+	if c.IngressIsolated {
+		l[names.IngressIsolatedLabel] = "true"
+	}
+	if c.EgressIsolated {
+		l[names.EgressIsolatedLabel] = "true"
 	}
 	return l
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
@@ -114,24 +115,43 @@ func TestPrivilegedLevelIsNeverUsed(t *testing.T) {
 	assert.Contains(t, errs[0].Error(), `pod security level "baseline": host namespaces`)
 }
 
-func TestHostLabelsDropReservedKeys(t *testing.T) {
-	l := HostLabels("default", "u-1", map[string]string{
+// Red-team finding 8: a tenant label reached the host pod as it was, so
+// a provider selector on app.kubernetes.io/name=capn-apiserver (or on a
+// capn key) took in tenant pods. Every tenant key, and every key of the
+// pod's namespace, now lives under a capn-owned domain.
+func TestPodLabelsCarryTenantKeysUnderCapnDomains(t *testing.T) {
+	tenant := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", UID: "u-1", Labels: map[string]string{
 		"app":                          "web",
-		"app.kubernetes.io/name":       "web",
+		"app.kubernetes.io/name":       "capn-apiserver",
 		"app.kubernetes.io/managed-by": "capn",
 		"capn.dev/cluster":             "victim",
-		"x.capn.dev/y":                 "z",
 		names.TenantNamespaceLabel:     "spoofed",
-		"capn.dev.example.com/ok":      "kept",
-	})
+		names.IngressIsolatedLabel:     "true",
+	}}}
+	c := Context{NamespaceLabels: map[string]string{corev1.LabelMetadataName: "default", "team": "a"}}
+	l := PodLabels(tenant, c)
 	assert.Equal(t, map[string]string{
-		"app":                          "web",
-		"app.kubernetes.io/name":       "web",
-		"app.kubernetes.io/managed-by": names.ManagedByValue,
-		names.TenantNamespaceLabel:     "default",
-		names.TenantUIDLabel:           "u-1",
-		"capn.dev.example.com/ok":      "kept",
+		"app.kubernetes.io/managed-by":                       names.ManagedByValue,
+		names.TenantNamespaceLabel:                           "default",
+		names.TenantUIDLabel:                                 "u-1",
+		names.TenantLabelKey("app"):                          "web",
+		names.TenantLabelKey("app.kubernetes.io/name"):       "capn-apiserver",
+		names.TenantLabelKey("app.kubernetes.io/managed-by"): "capn",
+		names.TenantLabelKey("capn.dev/cluster"):             "victim",
+		names.TenantLabelKey(names.TenantNamespaceLabel):     "spoofed",
+		names.TenantLabelKey(names.IngressIsolatedLabel):     "true",
+		names.NamespaceLabelKey(corev1.LabelMetadataName):    "default",
+		names.NamespaceLabelKey("team"):                      "a",
 	}, l)
+	for k := range l {
+		assert.True(t, names.CapnOwnedLabel(k), "host key %q is not capn's", k)
+		assert.Empty(t, validation.IsQualifiedName(k), "%q", k)
+	}
+
+	c.IngressIsolated, c.EgressIsolated = true, true
+	l = PodLabels(tenant, c)
+	assert.Equal(t, "true", l[names.IngressIsolatedLabel])
+	assert.Equal(t, "true", l[names.EgressIsolatedLabel])
 }
 
 // podOn is a minimal tenant pod bound to a node, for table tests that

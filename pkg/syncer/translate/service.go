@@ -3,7 +3,6 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +37,19 @@ func ManagementServiceCIDR(cidrs []networkingv1.ServiceCIDR) (string, error) {
 	return "", fmt.Errorf("no ServiceCIDR named %s", DefaultServiceCIDRName)
 }
 
+// ServiceSelector selects the host pods of a tenant Service's selector:
+// its keys as PodLabels carries them, in the Service's tenant namespace
+// only (the namespace label keeps one tenant namespace's Service off
+// another's pods).
+func ServiceSelector(tenantNamespace string, tenant map[string]string) map[string]string {
+	s := make(map[string]string, len(tenant)+1)
+	for k, v := range tenant {
+		s[names.TenantLabelKey(k)] = v
+	}
+	s[names.TenantNamespaceLabel] = tenantNamespace
+	return s
+}
+
 // HostService is the host Service of a tenant Service: the same ClusterIP
 // (allocated on the host first and given to the tenant Service), ports,
 // and a selector for the tenant selector's synced pods in the tenant's
@@ -64,16 +76,7 @@ func HostService(tenant *corev1.Service, workloadNamespace string) (*corev1.Serv
 	}
 	var selector map[string]string
 	if len(tenant.Spec.Selector) > 0 {
-		selector = maps.Clone(tenant.Spec.Selector)
-		// A tenant selector naming a reserved key would match nothing on
-		// the host (HostLabels drops them); the namespace label keeps one
-		// tenant namespace's Service off another's pods.
-		for k := range selector {
-			if reservedLabel(k) {
-				delete(selector, k)
-			}
-		}
-		selector[names.TenantNamespaceLabel] = tenant.Namespace
+		selector = ServiceSelector(tenant.Namespace, tenant.Spec.Selector)
 	}
 	ports := make([]corev1.ServicePort, 0, len(tenant.Spec.Ports))
 	for _, p := range tenant.Spec.Ports {
@@ -83,7 +86,7 @@ func HostService(tenant *corev1.Service, workloadNamespace string) (*corev1.Serv
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        names.Host(tenant.Namespace, tenant.Name),
 			Namespace:   workloadNamespace,
-			Labels:      HostLabels(tenant.Namespace, string(tenant.UID), nil),
+			Labels:      HostLabels(tenant.Namespace, string(tenant.UID)),
 			Annotations: map[string]string{names.TenantNameAnnotation: tenant.Name},
 		},
 		Spec: corev1.ServiceSpec{

@@ -44,8 +44,13 @@ func TestHostServiceSharesTheClusterIP(t *testing.T) {
 	assert.Equal(t, "capn-w", host.Namespace)
 	assert.Equal(t, "10.96.7.7", host.Spec.ClusterIP)
 	assert.Equal(t, []string{"10.96.7.7"}, host.Spec.ClusterIPs)
-	assert.Equal(t, map[string]string{"app": "web", names.TenantNamespaceLabel: "shop"}, host.Spec.Selector,
-		"the selector is scoped to the tenant namespace and cannot name reserved keys")
+	// A key in capn's domain is the tenant's own too: carried, not
+	// dropped (dropping it selected more pods than the tenant asked for).
+	assert.Equal(t, map[string]string{
+		names.TenantLabelKey("app"):              "web",
+		names.TenantLabelKey("capn.dev/cluster"): "victim",
+		names.TenantNamespaceLabel:               "shop",
+	}, host.Spec.Selector, "the selector is the carried keys, scoped to the tenant namespace")
 	assert.Equal(t, int32(0), host.Spec.Ports[0].NodePort, "no node port on the host")
 	assert.Equal(t, "web", host.Annotations[names.TenantNameAnnotation])
 	assert.Equal(t, "s-1", host.Labels[names.TenantUIDLabel])

@@ -82,3 +82,19 @@ func TestIdentityOf(t *testing.T) {
 	_, ok = IdentityOf(map[string]string{TenantNamespaceLabel: "default"}, map[string]string{TenantNameAnnotation: "web"})
 	assert.False(t, ok, "an object without a UID is not the syncer's")
 }
+
+func TestCarriedKeysAreLabelKeysOfCapn(t *testing.T) {
+	long := strings.Repeat("a", 250) + ".io/" + strings.Repeat("B", 63)
+	for _, k := range []string{"app", "app.kubernetes.io/name", "x/-", long, "capn.dev/tenant-uid", "a_b.c-d"} {
+		for _, carried := range []string{TenantLabelKey(k), NamespaceLabelKey(k)} {
+			assert.Empty(t, validation.IsQualifiedName(carried), "%q from %q", carried, k)
+			assert.True(t, Carried(carried), carried)
+			assert.True(t, CapnOwnedLabel(carried), carried)
+		}
+		assert.Equal(t, TenantLabelKey(k), TenantLabelKey(k), "deterministic")
+		assert.NotEqual(t, TenantLabelKey(k), NamespaceLabelKey(k))
+	}
+	assert.NotEqual(t, TenantLabelKey("a.io/name"), TenantLabelKey("b.io/name"), "the prefix is part of the key")
+	assert.False(t, CapnOwnedLabel("app.kubernetes.io/name"))
+	assert.False(t, CapnOwnedLabel("capn.dev.example.com/x"))
+}
