@@ -75,6 +75,10 @@ func TenantSyncerRules() []*rbacac.PolicyRuleApplyConfiguration {
 		rule("", []string{"nodes"}, append(read, "create", "update", "patch", "delete")...),
 		rule("", []string{"nodes/status"}, "update", "patch"),
 		rule("", []string{"configmaps", "secrets", "services"}, read...),
+		// NetworkPolicies are translated to the host, and a host pod
+		// carries its namespace's labels for their namespace selectors.
+		rule("", []string{"namespaces"}, read...),
+		rule("networking.k8s.io", []string{"networkpolicies"}, read...),
 		rule("", []string{"serviceaccounts/token"}, "create"),
 		rule("", []string{"events"}, "create", "patch", "update"),
 		rule("events.k8s.io", []string{"events"}, "create", "patch", "update"),

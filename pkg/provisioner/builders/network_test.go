@@ -12,11 +12,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
+	"capn.dev/capn/pkg/tenant/names"
 )
 
 // Red-team finding 1: the tenant apiserver's egress was open, so a tenant
@@ -135,4 +138,46 @@ func TestWebhookClientCertFollowsTheAPIServerRevision(t *testing.T) {
 		require.NotNil(t, syncer)
 		assert.Equal(t, want, slices.Contains(syncer.Spec.Template.Spec.Containers[0].Args, "--"+cmdsyncer.FlagWebhookRequireClientCert+"=true"), "revision %d: syncer flag", rev)
 	}
+}
+
+// NetworkPolicies add up: while a baseline policy selected every pod of
+// the workload namespace and allowed the whole namespace in, a tenant's
+// default-deny changed nothing. A pod the syncer marks isolated is
+// selected by no baseline rule that admits the tenant's own pods, for
+// that direction; an unmarked pod still is.
+func TestWorkloadBaselineStepsBackFromIsolatedPods(t *testing.T) {
+	nc := decodeNestedCluster(t, "testdata/shared/input.yaml")
+	objs := WorkloadNamespace(nc, defaultParams)
+	withinNamespace := func(marked map[string]string, dir networkingv1.PolicyType) bool {
+		for _, o := range objs {
+			np, ok := o.(*networkingv1.NetworkPolicy)
+			if !ok || !slices.Contains(np.Spec.PolicyTypes, dir) {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+			require.NoError(t, err)
+			if !sel.Matches(labels.Set(marked)) {
+				continue
+			}
+			var peers []networkingv1.NetworkPolicyPeer
+			for _, r := range np.Spec.Ingress {
+				peers = append(peers, r.From...)
+			}
+			for _, r := range np.Spec.Egress {
+				peers = append(peers, r.To...)
+			}
+			for _, p := range peers {
+				if p.NamespaceSelector == nil && p.IPBlock == nil {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	assert.True(t, withinNamespace(nil, networkingv1.PolicyTypeIngress))
+	assert.True(t, withinNamespace(nil, networkingv1.PolicyTypeEgress))
+	assert.False(t, withinNamespace(map[string]string{names.IngressIsolatedLabel: "true"}, networkingv1.PolicyTypeIngress))
+	assert.True(t, withinNamespace(map[string]string{names.IngressIsolatedLabel: "true"}, networkingv1.PolicyTypeEgress))
+	assert.False(t, withinNamespace(map[string]string{names.EgressIsolatedLabel: "true"}, networkingv1.PolicyTypeEgress))
+	assert.True(t, withinNamespace(map[string]string{names.EgressIsolatedLabel: "true"}, networkingv1.PolicyTypeIngress))
 }

@@ -17,6 +17,7 @@ import (
 	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
+	"capn.dev/capn/pkg/tenant/names"
 	"capn.dev/capn/pkg/versions"
 )
 
@@ -86,9 +87,14 @@ func DefaultWorkloadQuota() corev1.ResourceList {
 
 // Workload-namespace object names.
 const (
-	// WorkloadPolicyName names the workload namespace's NetworkPolicy,
-	// LimitRange and ResourceQuota.
+	// WorkloadPolicyName names the workload namespace's NetworkPolicy
+	// for its tenant apiserver, LimitRange and ResourceQuota.
 	WorkloadPolicyName = "capn-workloads"
+	// WorkloadIngressPolicyName and WorkloadEgressPolicyName let the
+	// tenant's pods reach each other: those its own NetworkPolicies do
+	// not isolate.
+	WorkloadIngressPolicyName = "capn-workloads-ingress"
+	WorkloadEgressPolicyName  = "capn-workloads-egress"
 	// NetworkPolicySyncer confines the syncer pods in the control-plane
 	// namespace.
 	NetworkPolicySyncer = "capn-syncer"
@@ -271,16 +277,30 @@ func WorkloadNamespace(nc *v1alpha1.NestedCluster, p Params) []Object {
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: cpNamespace}},
 		PodSelector:       &apiServer,
 	}
+	// The tenant apiserver reaches every port of its workloads (webhooks,
+	// aggregated APIs, pods/proxy and services/proxy), and they reach it:
+	// always, as a cluster's own apiserver is always reachable.
 	policy := networkPolicy(meta(WorkloadPolicyName), networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{},
 		PolicyTypes: bothPolicyTypes,
-		// The tenant apiserver reaches every port of its workloads:
-		// webhooks, aggregated APIs, pods/proxy and services/proxy.
-		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &same}, apiServerPeer}}},
-		Egress: []networkingv1.NetworkPolicyEgressRule{
-			{To: []networkingv1.NetworkPolicyPeer{{PodSelector: &same}}},
-			{To: []networkingv1.NetworkPolicyPeer{apiServerPeer}, Ports: tcpPorts(profiles.APIServerPort)},
-		},
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{apiServerPeer}}},
+		Egress:      []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{apiServerPeer}, Ports: tcpPorts(profiles.APIServerPort)}},
+	})
+	// Within the tenant, everything, as in a cluster without policies,
+	// but only for pods no tenant NetworkPolicy isolates: the syncer
+	// marks those, and the tenant's translated policies alone say what
+	// they accept or send. NetworkPolicies add up, so a baseline that
+	// selected every pod would make a tenant's deny a no-op.
+	within := []networkingv1.NetworkPolicyPeer{{PodSelector: &same}}
+	ingress := networkPolicy(meta(WorkloadIngressPolicyName), networkingv1.NetworkPolicySpec{
+		PodSelector: notMarked(names.IngressIsolatedLabel),
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: within}},
+	})
+	egress := networkPolicy(meta(WorkloadEgressPolicyName), networkingv1.NetworkPolicySpec{
+		PodSelector: notMarked(names.EgressIsolatedLabel),
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+		Egress:      []networkingv1.NetworkPolicyEgressRule{{To: within}},
 	})
 	limits := &corev1.LimitRange{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
@@ -306,7 +326,12 @@ func WorkloadNamespace(nc *v1alpha1.NestedCluster, p Params) []Object {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: provisioner.SyncerRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: provisioner.SyncerName, Namespace: cpNamespace}},
 	}
-	return []Object{ns, policy, limits, quota, binding}
+	return []Object{ns, policy, ingress, egress, limits, quota, binding}
+}
+
+// notMarked selects the pods without the marker label key.
+func notMarked(key string) metav1.LabelSelector {
+	return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist}}}
 }
 
 // WorkloadQuota is the provider's default quota with the tenant's values

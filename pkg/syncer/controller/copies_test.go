@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -55,6 +56,8 @@ func copiesSyncer(t *testing.T, configSize int) (k *podKind, tenant *corev1.Pod,
 		tenantServices:   corelisters.NewServiceLister(index()),
 		hostConfigMaps:   corelisters.NewConfigMapLister(index(other)),
 		hostSecrets:      corelisters.NewSecretLister(index()),
+		tenantNamespaces: corelisters.NewNamespaceLister(index(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})),
+		tenantPolicies:   networkinglisters.NewNetworkPolicyLister(index()),
 	}}
 	tenantClient.ClearActions()
 	hostClient.ClearActions()

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -63,6 +64,33 @@ func (k *podKind) name() string { return kindPods }
 func (k *podKind) register(r *registrar) {
 	k.q = r.queue(kindPods)
 	handle(k.tenant.Core().V1().Pods().Informer(), func(obj any) { k.q.Add(key(obj)) })
+	// A host pod carries its namespace's labels and the isolation its
+	// namespace's NetworkPolicies give it (translate.PodLabels).
+	_, _ = k.tenant.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Namespace)
+			c, ok2 := cur.(*corev1.Namespace)
+			if ok1 && ok2 && !maps.Equal(o.Labels, c.Labels) {
+				k.enqueueNamespace(c.Name)
+			}
+		},
+	})
+	handle(k.tenant.Networking().V1().NetworkPolicies().Informer(), func(obj any) {
+		if m, ok := obj.(metav1.Object); ok {
+			k.enqueueNamespace(m.GetNamespace())
+		}
+	})
+}
+
+// enqueueNamespace enqueues the tenant pods of namespace ns.
+func (k *podKind) enqueueNamespace(ns string) {
+	pods, err := k.tenantPods.Pods(ns).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		k.q.Add(p.Namespace + "/" + p.Name)
+	}
 }
 
 // sync converges one tenant pod, key "<namespace>/<name>", and its host
@@ -109,7 +137,77 @@ func (k *podKind) sync(ctx context.Context, key string) error {
 	if err := k.refreshTokens(ctx, tenant, host); err != nil {
 		return err
 	}
+	if err := k.syncLabels(ctx, key, tenant, host); err != nil {
+		return err
+	}
 	return k.upSync(ctx, tenant, host)
+}
+
+// legacyLabelsRecheck is how soon a host pod that keeps its tenant
+// labels as they were (legacySelectors) looks again.
+const legacyLabelsRecheck = 5 * time.Second
+
+// syncLabels keeps a running host pod's labels what PodLabels says now:
+// its tenant pod's and namespace's labels change, and so does the
+// isolation the tenant's NetworkPolicies give it. Labels are mutable, so
+// nothing restarts.
+//
+// A host pod made before red-team finding 8's fix carries the tenant's
+// keys as they are, and host Services made then select them. Until every
+// host Service selects by the carried keys (serviceKind rewrites them),
+// the pod keeps its old keys beside the new ones, so no Service loses an
+// endpoint while the two move.
+func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *corev1.Pod) error {
+	c, err := k.podContext(tenant)
+	if err != nil {
+		return err
+	}
+	want := host.DeepCopy()
+	want.Labels = translate.PodLabels(tenant, c)
+	legacy, err := k.legacySelectors()
+	if err != nil {
+		return err
+	}
+	if legacy {
+		kept := false
+		for l, v := range host.Labels {
+			if !names.CapnOwnedLabel(l) {
+				want.Labels[l], kept = v, true
+			}
+		}
+		if kept {
+			k.q.AddAfter(key, legacyLabelsRecheck)
+		}
+	}
+	_, _, err = applyIfChanged(ctx, k.o.Host.CoreV1().Pods(k.o.WorkloadNamespace), host, want, podLabelFields)
+	return err
+}
+
+// podLabelFields: a host pod's labels are all the syncer's.
+var podLabelFields = owned[*corev1.Pod]{
+	equal: func(cur, want *corev1.Pod) bool { return maps.Equal(cur.Labels, want.Labels) },
+	merge: func(cur, want *corev1.Pod) *corev1.Pod {
+		upd := cur.DeepCopy()
+		upd.Labels = want.Labels
+		return upd
+	},
+}
+
+// legacySelectors reports whether a host Service still selects by a
+// tenant key as it is (written before finding 8's fix).
+func (s *Syncer) legacySelectors() (bool, error) {
+	svcs, err := s.hostServices.Services(s.o.WorkloadNamespace).List(labels.Everything())
+	if err != nil {
+		return false, err
+	}
+	for _, svc := range svcs {
+		for l := range svc.Spec.Selector {
+			if !names.CapnOwnedLabel(l) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // podStatusKind up-syncs a running pod's status after its host pod
@@ -232,6 +330,16 @@ func (k *podKind) podContext(tenant *corev1.Pod) (translate.Context, error) {
 		return c, fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
 	}
 	c.Nameserver = ns
+	tns, err := k.tenantNamespaces.Get(tenant.Namespace)
+	if err != nil {
+		return c, fmt.Errorf("pod %s/%s: its namespace: %w", tenant.Namespace, tenant.Name, err)
+	}
+	c.NamespaceLabels = tns.Labels
+	policies, err := k.tenantPolicies.NetworkPolicies(tenant.Namespace).List(labels.Everything())
+	if err != nil {
+		return c, err
+	}
+	c.IngressIsolated, c.EgressIsolated = translate.IsolatedBy(tenant, policies)
 	return c, nil
 }
 
@@ -333,7 +441,7 @@ func (k *podKind) ensurePodSecret(ctx context.Context, tenant *corev1.Pod, res *
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: k.o.WorkloadNamespace,
-			Labels:      translate.HostLabels(tenant.Namespace, string(tenant.UID), nil),
+			Labels:      translate.HostLabels(tenant.Namespace, string(tenant.UID)),
 			Annotations: map[string]string{names.TenantNameAnnotation: tenant.Name, tokensForAnnotation: string(tenant.UID)},
 		},
 		Type: corev1.SecretTypeOpaque,

@@ -17,6 +17,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -84,6 +85,9 @@ type Syncer struct {
 	tenantSecrets    corelisters.SecretLister
 	tenantServices   corelisters.ServiceLister
 	tenantNodes      corelisters.NodeLister
+	tenantNamespaces corelisters.NamespaceLister
+	tenantPolicies   networkinglisters.NetworkPolicyLister
+	hostPolicies     networkinglisters.NetworkPolicyLister
 	hostPods         corelisters.PodLister
 	hostConfigMaps   corelisters.ConfigMapLister
 	hostSecrets      corelisters.SecretLister
@@ -111,6 +115,8 @@ const (
 	kindWebhook    = "webhook"
 	kindDNS        = "dns"
 	kindEvents     = "events"
+
+	kindNetworkPolicies = "networkpolicies"
 )
 
 // kinds are the syncer's kinds, one line each: a kind is added here.
@@ -126,6 +132,7 @@ func (s *Syncer) kinds() []kindSyncer {
 		&webhookKind{Syncer: s},
 		&dnsKind{Syncer: s},
 		&eventKind{Syncer: s},
+		&networkPolicyKind{Syncer: s},
 	}
 }
 
@@ -169,10 +176,14 @@ func New(o Options) *Syncer {
 	hs := s.host.Core().V1().Secrets()
 	hsvc := s.host.Core().V1().Services()
 	hn := s.hostNode.Core().V1().Nodes()
+	tns := s.tenant.Core().V1().Namespaces()
+	tnp := s.tenant.Networking().V1().NetworkPolicies()
+	hnp := s.host.Networking().V1().NetworkPolicies()
+	s.tenantNamespaces, s.tenantPolicies, s.hostPolicies = tns.Lister(), tnp.Lister(), hnp.Lister()
 	s.tenantPods, s.tenantConfigMaps, s.tenantSecrets, s.tenantServices, s.tenantNodes = tp.Lister(), tcm.Lister(), ts.Lister(), tsvc.Lister(), tn.Lister()
 	s.hostPods, s.hostConfigMaps, s.hostSecrets, s.hostServices, s.hostNodes = hp.Lister(), hcm.Lister(), hs.Lister(), hsvc.Lister(), hn.Lister()
 	for _, i := range []cache.SharedIndexInformer{tp.Informer(), tcm.Informer(), ts.Informer(), tsvc.Informer(), tn.Informer(),
-		hp.Informer(), hcm.Informer(), hs.Informer(), hsvc.Informer(), hn.Informer()} {
+		hp.Informer(), hcm.Informer(), hs.Informer(), hsvc.Informer(), hn.Informer(), tns.Informer(), tnp.Informer(), hnp.Informer()} {
 		s.synced = append(s.synced, i.HasSynced)
 	}
 

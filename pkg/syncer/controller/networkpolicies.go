@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"capn.dev/capn/pkg/syncer/translate"
+	"capn.dev/capn/pkg/tenant/names"
+)
+
+// ReasonIPBlockNarrowed: a tenant NetworkPolicy's ipBlock was translated
+// to the tenant's own pods in it (translate.NetworkPolicy).
+const ReasonIPBlockNarrowed = "IPBlockNarrowed"
+
+// networkPolicyKind gives each tenant NetworkPolicy its host
+// NetworkPolicy in the workload namespace, and removes the host policy of
+// one that is gone. Which pods a policy isolates is podKind's (the
+// markers it puts on host pods); this kind only writes the policies.
+type networkPolicyKind struct {
+	*Syncer
+	q queue
+}
+
+func (k *networkPolicyKind) name() string { return kindNetworkPolicies }
+
+func (k *networkPolicyKind) register(r *registrar) {
+	k.q = r.queue(kindNetworkPolicies)
+	handle(k.tenant.Networking().V1().NetworkPolicies().Informer(), func(obj any) { k.q.Add(key(obj)) })
+	handle(k.host.Networking().V1().NetworkPolicies().Informer(), byIdentity(k.q))
+	// An ipBlock selects pods by address: translate again when a host
+	// pod's address comes, changes or goes.
+	_, _ = k.host.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { k.enqueueIPBlocks() },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Pod)
+			c, ok2 := cur.(*corev1.Pod)
+			if !ok1 || !ok2 || o.Status.PodIP != c.Status.PodIP {
+				k.enqueueIPBlocks()
+			}
+		},
+		DeleteFunc: func(any) { k.enqueueIPBlocks() },
+	})
+}
+
+// enqueueIPBlocks enqueues the tenant policies with an ipBlock peer.
+func (k *networkPolicyKind) enqueueIPBlocks() {
+	policies, err := k.tenantPolicies.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, p := range policies {
+		if hasIPBlock(p) {
+			k.q.Add(p.Namespace + "/" + p.Name)
+		}
+	}
+}
+
+func hasIPBlock(p *networkingv1.NetworkPolicy) bool {
+	for _, r := range p.Spec.Ingress {
+		for _, peer := range r.From {
+			if peer.IPBlock != nil {
+				return true
+			}
+		}
+	}
+	for _, r := range p.Spec.Egress {
+		for _, peer := range r.To {
+			if peer.IPBlock != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// networkPolicyFields: the host policy is all the translation's.
+var networkPolicyFields = owned[*networkingv1.NetworkPolicy]{
+	equal: func(cur, want *networkingv1.NetworkPolicy) bool {
+		return equality.Semantic.DeepEqual(cur.Spec, want.Spec) && equality.Semantic.DeepEqual(cur.Labels, want.Labels)
+	},
+	merge: func(cur, want *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicy {
+		upd := cur.DeepCopy()
+		upd.Labels, upd.Spec = want.Labels, want.Spec
+		return upd
+	},
+}
+
+// sync converges the tenant NetworkPolicy key, "<namespace>/<name>".
+func (k *networkPolicyKind) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	client := k.o.Host.NetworkingV1().NetworkPolicies(k.o.WorkloadNamespace)
+	cur, err := cached(k.hostPolicies.NetworkPolicies(k.o.WorkloadNamespace).Get(names.Host(ns, name)))
+	if err != nil {
+		return err
+	}
+	tenant, err := cached(k.tenantPolicies.NetworkPolicies(ns).Get(name))
+	if err != nil {
+		return err
+	}
+	if tenant == nil || tenant.DeletionTimestamp != nil {
+		if cur == nil {
+			return nil
+		}
+		return deleteUID(ctx, client.Delete, cur)
+	}
+	if cur != nil && cur.Labels[names.TenantUIDLabel] != string(tenant.UID) {
+		// Made for an earlier policy of the same name.
+		if err := deleteUID(ctx, client.Delete, cur); err != nil {
+			return err
+		}
+		return fmt.Errorf("network policy %s: replaced, recreating", key)
+	}
+	pods, err := k.podAddresses()
+	if err != nil {
+		return err
+	}
+	want, notes := translate.NetworkPolicy(tenant, translate.PolicyContext{WorkloadNamespace: k.o.WorkloadNamespace, Pods: pods})
+	_, done, err := applyIfChanged(ctx, client, cur, want, networkPolicyFields)
+	if err == nil && done == created && len(notes) > 0 {
+		k.recorder.Event(tenant, corev1.EventTypeWarning, ReasonIPBlockNarrowed, translate.BoundMessage(strings.Join(notes, "; ")))
+	}
+	return err
+}
+
+// podAddresses are the synced pods' tenant UIDs and host addresses.
+func (k *networkPolicyKind) podAddresses() ([]translate.PodAddress, error) {
+	hosts, err := k.hostPods.Pods(k.o.WorkloadNamespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]translate.PodAddress, 0, len(hosts))
+	for _, h := range hosts {
+		ip, err := netip.ParseAddr(h.Status.PodIP)
+		uid := h.Labels[names.TenantUIDLabel]
+		if err != nil || uid == "" {
+			continue
+		}
+		out = append(out, translate.PodAddress{UID: uid, IP: ip})
+	}
+	return out, nil
+}

@@ -1,0 +1,216 @@
+package translate
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"capn.dev/capn/pkg/tenant/names"
+)
+
+// PolicyContext is what translating a tenant NetworkPolicy needs besides
+// the policy.
+type PolicyContext struct {
+	WorkloadNamespace string
+	// Pods are the tenant's synced pods with their host addresses: an
+	// ipBlock peer selects those whose address falls in the block.
+	Pods []PodAddress
+}
+
+// PodAddress is a synced tenant pod's UID and its host pod's IP.
+type PodAddress struct {
+	UID string
+	IP  netip.Addr
+}
+
+// matchesNothing is a label no host pod carries (PodLabels never writes
+// it, and every tenant key is carried under a capn domain): a peer that
+// must select no pod selects it. An empty peer list would mean "every
+// source", the opposite.
+const matchesNothing = "capn.dev/matches-nothing"
+
+// NetworkPolicy is the host NetworkPolicy of a tenant one, in the
+// workload namespace, where every tenant pod of this cluster runs and
+// nothing else does. Every selector is the tenant's, over the keys
+// PodLabels carries; a peer never leaves the workload namespace, so a
+// translated policy can only allow traffic among the tenant's own pods.
+// capn's baseline policies (the workload namespace's) step back from a
+// pod the tenant isolates (IsolatedBy), so the tenant's rules narrow
+// what the baseline allowed, and never widen it:
+//   - podSelector: the selected pods of the policy's namespace;
+//   - namespaceSelector: the pods of the tenant namespaces it selects,
+//     by the namespace labels PodLabels carries;
+//   - ipBlock: the tenant's own pods whose host address is in the block
+//     and not in its exceptions (the tenant's pods share the management
+//     cluster's pod network, so a range of it would name other tenants'
+//     and the provider's pods too); notes says so;
+//   - a rule with no peers (every source or destination): every pod of
+//     the tenant;
+//   - ports and protocols as they are.
+func NetworkPolicy(tenant *networkingv1.NetworkPolicy, c PolicyContext) (host *networkingv1.NetworkPolicy, notes []string) {
+	ns := tenant.Namespace
+	sel := carrySelector(&tenant.Spec.PodSelector, names.TenantLabelKey)
+	addLabels(&sel, map[string]string{names.TenantNamespaceLabel: ns})
+	t := &peerTranslator{ns: ns, pods: c.Pods}
+	spec := networkingv1.NetworkPolicySpec{PodSelector: sel, PolicyTypes: policyTypes(tenant)}
+	for _, r := range tenant.Spec.Ingress {
+		spec.Ingress = append(spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: ports(r.Ports), From: t.peers(r.From)})
+	}
+	for _, r := range tenant.Spec.Egress {
+		spec.Egress = append(spec.Egress, networkingv1.NetworkPolicyEgressRule{Ports: ports(r.Ports), To: t.peers(r.To)})
+	}
+	meta := HostMeta(tenant, c.WorkloadNamespace)
+	return &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: spec}, t.notes
+}
+
+// IsolatedBy reports whether any of policies (the tenant NetworkPolicies
+// of pod's namespace) isolates pod for ingress or egress: selects it,
+// with that direction among its policy types.
+func IsolatedBy(pod *corev1.Pod, policies []*networkingv1.NetworkPolicy) (ingress, egress bool) {
+	set := labels.Set(pod.Labels)
+	for _, p := range policies {
+		if p.Namespace != pod.Namespace || p.DeletionTimestamp != nil {
+			continue
+		}
+		s, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+		if err != nil || !s.Matches(set) {
+			continue
+		}
+		for _, t := range policyTypes(p) {
+			ingress = ingress || t == networkingv1.PolicyTypeIngress
+			egress = egress || t == networkingv1.PolicyTypeEgress
+		}
+	}
+	return ingress, egress
+}
+
+// policyTypes are the policy's types as the apiserver defaults them: a
+// policy stored without them isolates for ingress, and for egress when it
+// has egress rules.
+func policyTypes(p *networkingv1.NetworkPolicy) []networkingv1.PolicyType {
+	if len(p.Spec.PolicyTypes) > 0 {
+		return slices.Clone(p.Spec.PolicyTypes)
+	}
+	t := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	if len(p.Spec.Egress) > 0 {
+		t = append(t, networkingv1.PolicyTypeEgress)
+	}
+	return t
+}
+
+type peerTranslator struct {
+	ns    string
+	pods  []PodAddress
+	notes []string
+}
+
+func (t *peerTranslator) peers(in []networkingv1.NetworkPolicyPeer) []networkingv1.NetworkPolicyPeer {
+	if len(in) == 0 {
+		// Every source or destination: every pod of the tenant's.
+		return []networkingv1.NetworkPolicyPeer{{PodSelector: tenantPods()}}
+	}
+	out := make([]networkingv1.NetworkPolicyPeer, 0, len(in))
+	for _, p := range in {
+		var s metav1.LabelSelector
+		switch {
+		case p.IPBlock != nil:
+			s = t.ipBlock(p.IPBlock)
+		case p.NamespaceSelector != nil:
+			s = carrySelector(p.NamespaceSelector, names.NamespaceLabelKey)
+			if p.PodSelector != nil {
+				ps := carrySelector(p.PodSelector, names.TenantLabelKey)
+				addLabels(&s, ps.MatchLabels)
+				s.MatchExpressions = append(s.MatchExpressions, ps.MatchExpressions...)
+			}
+		default:
+			s = carrySelector(p.PodSelector, names.TenantLabelKey)
+			addLabels(&s, map[string]string{names.TenantNamespaceLabel: t.ns})
+		}
+		addLabels(&s, tenantPods().MatchLabels)
+		out = append(out, networkingv1.NetworkPolicyPeer{PodSelector: &s})
+	}
+	return out
+}
+
+// ipBlock selects, by UID, the tenant's pods whose address the block
+// holds.
+func (t *peerTranslator) ipBlock(b *networkingv1.IPBlock) metav1.LabelSelector {
+	t.notes = append(t.notes, fmt.Sprintf("ipBlock %s selects only this cluster's own pods with an address in it", b.CIDR))
+	block, err := netip.ParsePrefix(b.CIDR)
+	if err != nil {
+		return nothing()
+	}
+	var except []netip.Prefix
+	for _, e := range b.Except {
+		if p, err := netip.ParsePrefix(e); err == nil {
+			except = append(except, p)
+		}
+	}
+	var uids []string
+	for _, p := range t.pods {
+		if !block.Contains(p.IP) || slices.ContainsFunc(except, func(e netip.Prefix) bool { return e.Contains(p.IP) }) {
+			continue
+		}
+		uids = append(uids, p.UID)
+	}
+	if len(uids) == 0 {
+		return nothing()
+	}
+	slices.Sort(uids)
+	return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: names.TenantUIDLabel, Operator: metav1.LabelSelectorOpIn, Values: slices.Compact(uids),
+	}}}
+}
+
+// tenantPods selects every synced tenant pod (the workload namespace
+// holds nothing else; the label says so all the same).
+func tenantPods() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/managed-by": names.ManagedByValue}}
+}
+
+func nothing() metav1.LabelSelector {
+	return metav1.LabelSelector{MatchLabels: map[string]string{matchesNothing: "true"}}
+}
+
+// carrySelector is s over the host keys key carries its keys to.
+func carrySelector(s *metav1.LabelSelector, key func(string) string) metav1.LabelSelector {
+	var out metav1.LabelSelector
+	if s == nil {
+		return out
+	}
+	for k, v := range s.MatchLabels {
+		addLabels(&out, map[string]string{key(k): v})
+	}
+	for _, e := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: key(e.Key), Operator: e.Operator, Values: slices.Clone(e.Values)})
+	}
+	return out
+}
+
+func addLabels(s *metav1.LabelSelector, l map[string]string) {
+	if len(l) == 0 {
+		return
+	}
+	if s.MatchLabels == nil {
+		s.MatchLabels = make(map[string]string, len(l))
+	}
+	for k, v := range l {
+		s.MatchLabels[k] = v
+	}
+}
+
+func ports(in []networkingv1.NetworkPolicyPort) []networkingv1.NetworkPolicyPort {
+	if in == nil {
+		return nil
+	}
+	out := make([]networkingv1.NetworkPolicyPort, 0, len(in))
+	for _, p := range in {
+		out = append(out, networkingv1.NetworkPolicyPort{Protocol: p.Protocol, Port: p.Port, EndPort: p.EndPort})
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package translate
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"capn.dev/capn/pkg/tenant/names"
+)
+
+// policyContext is the tenant every NetworkPolicy golden case runs in:
+// three of its pods, one in the block's exception.
+func policyContext() PolicyContext {
+	return PolicyContext{WorkloadNamespace: "capn-w-tenant", Pods: []PodAddress{
+		{UID: "pod-b", IP: netip.MustParseAddr("10.244.0.12")},
+		{UID: "pod-a", IP: netip.MustParseAddr("10.244.0.11")},
+		{UID: "pod-excepted", IP: netip.MustParseAddr("10.244.1.5")},
+	}}
+}
+
+type policyGolden struct {
+	Notes  []string                    `json:"notes,omitempty"`
+	Policy *networkingv1.NetworkPolicy `json:"policy"`
+}
+
+func TestNetworkPolicyGolden(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/networkpolicy/*")
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			in, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
+			require.NoError(t, err)
+			var tenant networkingv1.NetworkPolicy
+			require.NoError(t, yaml.UnmarshalStrict(in, &tenant))
+			host, notes := NetworkPolicy(&tenant, policyContext())
+			got, err := yaml.Marshal(policyGolden{Notes: notes, Policy: host})
+			require.NoError(t, err)
+			out := filepath.Join(dir, "output.yaml")
+			if *update {
+				require.NoError(t, os.WriteFile(out, got, 0o644))
+			}
+			want, err := os.ReadFile(out)
+			require.NoError(t, err, "run go test -update to write it")
+			assert.Equal(t, string(want), string(got))
+		})
+	}
+}
+
+// The translation's promise, checked against the labels PodLabels
+// writes: a translated selector picks exactly the host pods of the
+// tenant pods the tenant's selector picks, across namespaces, and a peer
+// never selects a pod of another tenant namespace by pod labels alone.
+func TestNetworkPolicySelectsWhatTheTenantSelects(t *testing.T) {
+	nsLabels := map[string]map[string]string{
+		"shop":  {corev1.LabelMetadataName: "shop", "team": "a"},
+		"other": {corev1.LabelMetadataName: "other"},
+	}
+	pod := func(ns, name string, l map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name), Labels: l}}
+	}
+	pods := []*corev1.Pod{
+		pod("shop", "web", map[string]string{"app": "web"}),
+		pod("shop", "client", map[string]string{"role": "client"}),
+		pod("shop", "batch", map[string]string{"role": "client", "tier": "batch"}),
+		pod("other", "client", map[string]string{"role": "client"}),
+		pod("other", "db", map[string]string{"app": "db"}),
+	}
+	hostLabels := map[string]labels.Set{}
+	for _, p := range pods {
+		hostLabels[p.Namespace+"/"+p.Name] = labels.Set(PodLabels(p, Context{NamespaceLabels: nsLabels[p.Namespace]}))
+	}
+	selected := func(s *metav1.LabelSelector) []string {
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		require.NoError(t, err)
+		var out []string
+		for _, p := range pods {
+			if sel.Matches(hostLabels[p.Namespace+"/"+p.Name]) {
+				out = append(out, p.Namespace+"/"+p.Name)
+			}
+		}
+		return out
+	}
+	policy := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p", UID: "np"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: &metav1.LabelSelector{
+					MatchLabels:      map[string]string{"role": "client"},
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"batch"}}},
+				}},
+				{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "other"}},
+					PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+				{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpDoesNotExist}}}},
+			}}},
+		},
+	}
+	host, _ := NetworkPolicy(policy, PolicyContext{WorkloadNamespace: "w"})
+	assert.Equal(t, []string{"shop/web"}, selected(&host.Spec.PodSelector))
+	from := host.Spec.Ingress[0].From
+	assert.Equal(t, []string{"shop/client"}, selected(from[0].PodSelector), "pod labels alone: the policy's namespace only")
+	assert.Equal(t, []string{"other/db"}, selected(from[1].PodSelector))
+	assert.Equal(t, []string{"other/client", "other/db"}, selected(from[2].PodSelector))
+}
+
+func TestIsolatedBy(t *testing.T) {
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Labels: map[string]string{"app": "web"}}}
+	policy := func(ns string, sel map[string]string, types ...networkingv1.PolicyType) *networkingv1.NetworkPolicy {
+		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: sel}, PolicyTypes: types}}
+	}
+	for _, tc := range []struct {
+		name            string
+		policies        []*networkingv1.NetworkPolicy
+		ingress, egress bool
+	}{
+		{"none", nil, false, false},
+		{"another namespace", []*networkingv1.NetworkPolicy{policy("other", nil, networkingv1.PolicyTypeIngress)}, false, false},
+		{"another pod", []*networkingv1.NetworkPolicy{policy("shop", map[string]string{"app": "db"}, networkingv1.PolicyTypeIngress)}, false, false},
+		{"all pods, ingress", []*networkingv1.NetworkPolicy{policy("shop", nil, networkingv1.PolicyTypeIngress)}, true, false},
+		{"by label, egress", []*networkingv1.NetworkPolicy{policy("shop", map[string]string{"app": "web"}, networkingv1.PolicyTypeEgress)}, false, true},
+		{"no types: ingress", []*networkingv1.NetworkPolicy{policy("shop", nil)}, true, false},
+		{"both", []*networkingv1.NetworkPolicy{policy("shop", nil, networkingv1.PolicyTypeIngress), policy("shop", nil, networkingv1.PolicyTypeEgress)}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i, e := IsolatedBy(web, tc.policies)
+			assert.Equal(t, tc.ingress, i, "ingress")
+			assert.Equal(t, tc.egress, e, "egress")
+		})
+	}
+}
+
+// A host selector built by the translation may only name capn's own keys:
+// a tenant key as it is would select the provider's pods (finding 8).
+func TestNetworkPolicyNamesOnlyCapnKeys(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/networkpolicy/*/input.yaml")
+	require.NoError(t, err)
+	for _, f := range dirs {
+		in, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var tenant networkingv1.NetworkPolicy
+		require.NoError(t, yaml.UnmarshalStrict(in, &tenant))
+		host, _ := NetworkPolicy(&tenant, policyContext())
+		sels := []*metav1.LabelSelector{&host.Spec.PodSelector}
+		for _, r := range host.Spec.Ingress {
+			require.NotEmpty(t, r.From, "%s: an empty peer list is every source", f)
+			for _, p := range r.From {
+				require.Nil(t, p.IPBlock, f)
+				require.Nil(t, p.NamespaceSelector, "%s: a peer stays in the workload namespace", f)
+				sels = append(sels, p.PodSelector)
+			}
+		}
+		for _, r := range host.Spec.Egress {
+			require.NotEmpty(t, r.To, "%s: an empty peer list is every destination", f)
+			for _, p := range r.To {
+				require.Nil(t, p.IPBlock, f)
+				require.Nil(t, p.NamespaceSelector, f)
+				sels = append(sels, p.PodSelector)
+			}
+		}
+		for _, s := range sels {
+			for k := range s.MatchLabels {
+				assert.True(t, names.CapnOwnedLabel(k), "%s: %q", f, k)
+			}
+			for _, e := range s.MatchExpressions {
+				assert.True(t, names.CapnOwnedLabel(e.Key), "%s: %q", f, e.Key)
+			}
+		}
+	}
+}
