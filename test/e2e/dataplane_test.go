@@ -192,6 +192,7 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 
 	testTenantDNS(t, k, tenants)
 	t.Run("network boundary", func(t *testing.T) { testNetworkBoundary(t, admin, node, tenants[0], tenants[1]) })
+	t.Run("tenant network policies", func(t *testing.T) { testTenantNetworkPolicies(t, admin, node, tenants[0]) })
 	t.Run("cached images", func(t *testing.T) { testCachedImageRefused(t, admin, tenants[0]) })
 	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, admin, tenants[0]) })
 
@@ -342,10 +343,15 @@ func testTenantDNS(t *testing.T, k framework.Kubectl, tenants []dataPlaneTenant)
 	})
 }
 
+// hostAppWeb selects the host pods of tenant pods labelled app=web: the
+// syncer carries a tenant's label keys under its own domain (red-team
+// finding 8), never as they are.
+var hostAppWeb = names.TenantLabelKey("app") + "=web"
+
 // appWebHost selects the host pods of the app namespace's web pods: the
 // workload namespace also holds other tenant namespaces' pods (the
 // tenant-boundary checks run a web Deployment in "work").
-var appWebHost = "app=web," + names.TenantNamespaceLabel + "=app"
+var appWebHost = hostAppWeb + "," + names.TenantNamespaceLabel + "=app"
 
 // hostPodName is one of a's host pods for app=web.
 func hostPodName(t *testing.T, admin framework.Kubectl, a dataPlaneTenant) string {

@@ -127,7 +127,7 @@ func TestSyncerOnKwok(t *testing.T) {
 	t.Cleanup(func() { stop(); cancel() })
 
 	hostPods := func() []string {
-		out := hk.MustRun(t, "", "get", "pods", "-n", wl, "-l", "app=web", "-o", `jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{"\n"}{end}`)
+		out := hk.MustRun(t, "", "get", "pods", "-n", wl, "-l", hostAppWeb, "-o", `jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{"\n"}{end}`)
 		var ps []string
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 			if f := strings.Fields(l); len(f) > 0 {
@@ -138,7 +138,7 @@ func TestSyncerOnKwok(t *testing.T) {
 	}
 	waitHostPods := func(n int) {
 		framework.Eventually(t, 2*time.Minute, fmt.Sprintf("%d host pods", n), func() (bool, string) {
-			out := hk.Run("", "get", "pods", "-n", wl, "-l", "app=web", "-o", "name")
+			out := hk.Run("", "get", "pods", "-n", wl, "-l", hostAppWeb, "-o", "name")
 			return len(strings.Fields(out.Stdout)) == n, out.Stdout + out.Stderr
 		})
 	}
@@ -352,7 +352,7 @@ func TestSyncerOnKwok(t *testing.T) {
 		hk.MustRun(t, "", "delete", "pod", "-n", wl, victim, "--wait=false")
 		framework.Eventually(t, 2*time.Minute, "two Running host pods, without "+victim, func() (bool, string) {
 			ps := hostPods()
-			running := hk.MustRun(t, "", "get", "pods", "-n", wl, "-l", "app=web", "--field-selector=status.phase=Running", "-o", "name")
+			running := hk.MustRun(t, "", "get", "pods", "-n", wl, "-l", hostAppWeb, "--field-selector=status.phase=Running", "-o", "name")
 			return len(ps) == 2 && !strings.Contains(strings.Join(ps, " "), victim) && len(strings.Fields(running)) == 2, strings.Join(ps, " ")
 		})
 		tk.MustRun(t, "", "rollout", "status", "deployment/web", "--timeout=120s")
@@ -390,7 +390,7 @@ func TestSyncerOnKwok(t *testing.T) {
 		// A new pod resolves through kube-dns.
 		tk.MustRun(t, "", "scale", "deployment/web", "--replicas=4")
 		framework.Eventually(t, time.Minute, "host pods of web use kube-dns", func() (bool, string) {
-			out := hk.MustRun(t, "", "get", "pods", "-n", wl, "-l", "app=web", "-o", `jsonpath={range .items[*]}{.spec.dnsConfig.nameservers[0]} {end}`)
+			out := hk.MustRun(t, "", "get", "pods", "-n", wl, "-l", hostAppWeb, "-o", `jsonpath={range .items[*]}{.spec.dnsConfig.nameservers[0]} {end}`)
 			return strings.Contains(out, dnsIP), out
 		})
 
@@ -426,7 +426,7 @@ func TestSyncerOnKwok(t *testing.T) {
 		tk.MustRun(t, "", "delete", "deployment", "web", "--wait=true", "--timeout=120s")
 		tk.MustRun(t, "", "delete", "service", "web")
 		framework.Eventually(t, 2*time.Minute, "no host pods or Service", func() (bool, string) {
-			out := hk.MustRun(t, "", "get", "pods,services", "-n", wl, "-l", "app=web", "-o", "name")
+			out := hk.MustRun(t, "", "get", "pods,services", "-n", wl, "-l", hostAppWeb, "-o", "name")
 			svc := hk.Run("", "get", "service", "-n", wl, names.Host("default", "web"))
 			return strings.TrimSpace(out) == "" && strings.Contains(svc.Stderr, "NotFound"), out + svc.Stdout
 		})
