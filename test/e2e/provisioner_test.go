@@ -198,8 +198,10 @@ func TestProvisionerOnNode(t *testing.T) {
 	})
 
 	namespaces := map[string]string{}
+	var onNode []string
 	for _, tc := range cases {
 		namespaces[tc.name] = mgmtNamespace(t, admin, tc.name)
+		onNode = append(onNode, namespaces[tc.name], workloadNamespace(t, admin, tc.name))
 	}
 	deleted := time.Now()
 	for _, tc := range cases {
@@ -217,6 +219,19 @@ func TestProvisionerOnNode(t *testing.T) {
 		})
 	}
 	gone := time.Since(deleted)
+	// Red-team finding 4: a host pod deleted with a tenant's grace period
+	// (100000 s) kept its container running after the pod object, its
+	// namespace and the cluster were gone, because the kubelet finishes
+	// a termination with the grace period it started with, and a later
+	// force delete of the object does not shorten it. The syncer caps the
+	// grace of the delete now; nothing of a deleted cluster runs on.
+	framework.Eventually(t, 2*time.Minute, "no container of a deleted cluster running on the node", func() (bool, string) {
+		left, err := node.RunningContainersIn(onNode...)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
 	if out := admin.MustRun(t, "", "get", "namespaces", "-l", provisioner.ManagedByLabel+"="+provisioner.ManagedByValue, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("capn namespaces left after every NestedCluster was deleted: %s", out)
 	}
@@ -260,10 +275,24 @@ func TestProvisionerOnNode(t *testing.T) {
 // as capn names it: from the cluster's UID (so it must still exist).
 func mgmtNamespace(t testing.TB, k framework.Kubectl, name string) string {
 	t.Helper()
+	return provisioner.ManagementNamespace(nestedClusterID(t, k, name))
+}
+
+// nestedClusterID is the NestedCluster default/name as far as the names
+// of its namespaces go: its name and UID.
+func nestedClusterID(t testing.TB, k framework.Kubectl, name string) *v1alpha1.NestedCluster {
+	t.Helper()
 	nc := &v1alpha1.NestedCluster{}
 	nc.Namespace, nc.Name = "default", name
 	nc.UID = types.UID(k.MustRun(t, "", "get", "nc", name, "-n", "default", "-o", "jsonpath={.metadata.uid}"))
-	return provisioner.ManagementNamespace(nc)
+	return nc
+}
+
+// workloadNamespace is the management namespace where the syncer of the
+// NestedCluster default/name runs its tenant pods (Shared mode).
+func workloadNamespace(t testing.TB, k framework.Kubectl, name string) string {
+	t.Helper()
+	return provisioner.WorkloadNamespace(nestedClusterID(t, k, name))
 }
 
 // tenantRSS reads each tenant container's resident memory on the node, with

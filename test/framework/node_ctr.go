@@ -120,3 +120,32 @@ func randomID() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// RunningContainersIn lists the node's running containers (pod sandboxes
+// included) whose pod is in one of namespaces, by the label the CRI
+// plugin puts on every container, as "namespace: container-id".
+func (n *Node) RunningContainersIn(namespaces ...string) ([]string, error) {
+	out, err := n.ctr("tasks", "list")
+	if err != nil {
+		return nil, fmt.Errorf("ctr tasks list: %v: %s", err, out)
+	}
+	running := map[string]bool{}
+	for _, line := range hostLines(out) {
+		if f := strings.Fields(line); len(f) >= 3 && f[2] == "RUNNING" {
+			running[f[0]] = true
+		}
+	}
+	var found []string
+	for _, ns := range namespaces {
+		out, err := n.ctr("containers", "list", "--quiet", fmt.Sprintf(`labels."io.kubernetes.pod.namespace"==%s`, ns))
+		if err != nil {
+			return nil, fmt.Errorf("ctr containers list in %s: %v: %s", ns, err, out)
+		}
+		for _, id := range hostLines(out) {
+			if running[id] {
+				found = append(found, ns+": "+id)
+			}
+		}
+	}
+	return found, nil
+}
