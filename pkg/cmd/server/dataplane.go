@@ -64,7 +64,7 @@ func defaultDataPlaneOptions() DataPlaneOptions {
 		Quota:       toFlag(builders.DefaultWorkloadQuota()),
 		QuotaMax: map[string]string{"pods": "500", "requests.cpu": "64", "requests.memory": "256Gi",
 			"limits.cpu": "128", "limits.memory": "512Gi", "requests.ephemeral-storage": "200Gi", "limits.ephemeral-storage": "400Gi",
-			"services": "500", "configmaps": "1000", "secrets": "1000"},
+			"services": "500", "configmaps": "1000", "secrets": "1000", string(validation.ResourceNetworkPolicies): "500"},
 		SyncerImage: builders.DefaultSyncerImage,
 		DNSImage:    versions.CoreDNSImage,
 		PullAlways:  true,

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/apis/capn/validation"
 	cmdsyncer "capn.dev/capn/pkg/cmd/syncer"
 	"capn.dev/capn/pkg/provisioner"
 	"capn.dev/capn/pkg/provisioner/profiles"
@@ -82,6 +83,8 @@ func DefaultWorkloadQuota() corev1.ResourceList {
 		corev1.ResourceServices:                 resource.MustParse("50"),
 		corev1.ResourceConfigMaps:               resource.MustParse("100"),
 		corev1.ResourceSecrets:                  resource.MustParse("100"),
+		// The tenant's NetworkPolicies, and capn's three.
+		validation.ResourceNetworkPolicies: resource.MustParse("100"),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
@@ -16,9 +17,10 @@ import (
 	"capn.dev/capn/pkg/tenant/names"
 )
 
-// ReasonIPBlockNarrowed: a tenant NetworkPolicy's ipBlock was translated
-// to the tenant's own pods in it (translate.NetworkPolicy).
-const ReasonIPBlockNarrowed = "IPBlockNarrowed"
+// ReasonNetworkPolicyNarrowed: a tenant NetworkPolicy allows less on the
+// host than it says (an ipBlock narrowed to the tenant's own pods, a
+// policy over the size bound): translate.NetworkPolicy's notes.
+const ReasonNetworkPolicyNarrowed = "NetworkPolicyNarrowed"
 
 // networkPolicyKind gives each tenant NetworkPolicy its host
 // NetworkPolicy in the workload namespace, and removes the host policy of
@@ -127,8 +129,13 @@ func (k *networkPolicyKind) sync(ctx context.Context, key string) error {
 	}
 	want, notes := translate.NetworkPolicy(tenant, translate.PolicyContext{WorkloadNamespace: k.o.WorkloadNamespace, Pods: pods})
 	_, done, err := applyIfChanged(ctx, client, cur, want, networkPolicyFields)
-	if err == nil && done == created && len(notes) > 0 {
-		k.recorder.Event(tenant, corev1.EventTypeWarning, ReasonIPBlockNarrowed, translate.BoundMessage(strings.Join(notes, "; ")))
+	if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota") {
+		// The tenant's pods this policy isolates are marked already, so
+		// they accept (or send) nothing until it fits: closed, not open.
+		k.recorder.Event(tenant, corev1.EventTypeWarning, ReasonHostQuotaExceeded, "the tenant's data-plane quota of NetworkPolicies is used up; the pods this policy selects allow nothing until it fits")
+	}
+	if err == nil && done != unchanged && len(notes) > 0 {
+		k.recorder.Event(tenant, corev1.EventTypeWarning, ReasonNetworkPolicyNarrowed, translate.BoundMessage(strings.Join(notes, "; ")))
 	}
 	return err
 }

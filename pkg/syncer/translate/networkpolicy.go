@@ -52,20 +52,46 @@ const matchesNothing = "capn.dev/matches-nothing"
 //   - a rule with no peers (every source or destination): every pod of
 //     the tenant;
 //   - ports and protocols as they are.
+//
+// A policy with more than MaxPolicyPeers peers or MaxPolicyPorts ports
+// (every rule's together) isolates its pods and allows nothing: each
+// peer and port is work for the node's engine, which every tenant
+// shares, and a policy that allowed more than it said would be worse.
 func NetworkPolicy(tenant *networkingv1.NetworkPolicy, c PolicyContext) (host *networkingv1.NetworkPolicy, notes []string) {
 	ns := tenant.Namespace
 	sel := carrySelector(&tenant.Spec.PodSelector, names.TenantLabelKey)
 	addLabels(&sel, map[string]string{names.TenantNamespaceLabel: ns})
 	t := &peerTranslator{ns: ns, pods: c.Pods}
 	spec := networkingv1.NetworkPolicySpec{PodSelector: sel, PolicyTypes: policyTypes(tenant)}
+	meta := HostMeta(tenant, c.WorkloadNamespace)
+	if peers, ports := policySize(tenant); peers > MaxPolicyPeers || ports > MaxPolicyPorts {
+		return &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: spec}, []string{fmt.Sprintf(
+			"the policy has %d peers and %d ports, over the bound of %d and %d: its pods are isolated and nothing is allowed",
+			peers, ports, MaxPolicyPeers, MaxPolicyPorts)}
+	}
 	for _, r := range tenant.Spec.Ingress {
 		spec.Ingress = append(spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: ports(r.Ports), From: t.peers(r.From)})
 	}
 	for _, r := range tenant.Spec.Egress {
 		spec.Egress = append(spec.Egress, networkingv1.NetworkPolicyEgressRule{Ports: ports(r.Ports), To: t.peers(r.To)})
 	}
-	meta := HostMeta(tenant, c.WorkloadNamespace)
 	return &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: spec}, t.notes
+}
+
+// Bounds on one tenant NetworkPolicy, over all its rules.
+const (
+	MaxPolicyPeers = 100
+	MaxPolicyPorts = 100
+)
+
+func policySize(p *networkingv1.NetworkPolicy) (peers, ports int) {
+	for _, r := range p.Spec.Ingress {
+		peers, ports = peers+len(r.From), ports+len(r.Ports)
+	}
+	for _, r := range p.Spec.Egress {
+		peers, ports = peers+len(r.To), ports+len(r.Ports)
+	}
+	return peers, ports
 }
 
 // IsolatedBy reports whether any of policies (the tenant NetworkPolicies

@@ -16,15 +16,21 @@ import (
 // QuotaResources are the resources spec.dataPlane.quota may name: those a
 // synced pod or Service consumes in the workload namespace, ephemeral
 // storage (the node's disk under emptyDirs, logs and writable layers)
-// included. Anything else (persistent storage, extended resources) is not
-// synced, so a limit on it would be a promise capn cannot keep.
+// included, and the NetworkPolicies the syncer translates. Anything else
+// (persistent storage, extended resources) is not synced, so a limit on
+// it would be a promise capn cannot keep.
 var QuotaResources = []corev1.ResourceName{
 	corev1.ResourcePods,
 	corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory,
 	corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory,
 	corev1.ResourceRequestsEphemeralStorage, corev1.ResourceLimitsEphemeralStorage,
 	corev1.ResourceServices, corev1.ResourceConfigMaps, corev1.ResourceSecrets,
+	ResourceNetworkPolicies,
 }
+
+// ResourceNetworkPolicies counts the workload namespace's NetworkPolicies:
+// each is rules in the node's engine, which every tenant shares.
+const ResourceNetworkPolicies corev1.ResourceName = "count/networkpolicies.networking.k8s.io"
 
 // maxNodeSelectorLabels bounds spec.dataPlane.nodeSelector.
 const maxNodeSelectorLabels = 16
