@@ -3,7 +3,7 @@
 // ConfigMap volume, its Secret-backed env var and its projected
 // service-account token (via a SelfSubjectReview) all reached it.
 //
-//	capn-testserver serve [--addr=:8080] [--file=PATH] [--env=NAME] [--token-file=PATH] [--ca-file=PATH]
+//	capn-testserver serve [--addr=:8080] [--file=PATH] [--env=NAME] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm]
 //	capn-testserver get URL [--timeout=60s] [--out=PATH]
 //	capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
 //	capn-testserver cat FILE|-
@@ -45,7 +45,7 @@ const whoamiTimeout = 5 * time.Second
 const retryInterval = time.Second
 
 const usage = `usage:
-  capn-testserver serve [--addr=:8080] [--file=/config/message] [--env=GREETING] [--token-file=PATH] [--ca-file=PATH]
+  capn-testserver serve [--addr=:8080] [--file=/config/message] [--env=GREETING] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm]
   capn-testserver get URL [--timeout=60s] [--out=PATH]
   capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
   capn-testserver cat FILE|-
@@ -94,6 +94,7 @@ func serveMain(args []string) int {
 	flags.StringVar(&cfg.env, "env", "GREETING", "env var whose value is reported as \"env\"")
 	flags.StringVar(&cfg.tokenFile, "token-file", "/var/run/secrets/kubernetes.io/serviceaccount/token", "bearer token for the SelfSubjectReview, re-read on every request")
 	flags.StringVar(&cfg.caFile, "ca-file", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "CA bundle of the apiserver")
+	ignoreTerm := flags.Bool("ignore-sigterm", false, "keep serving on SIGTERM, as a workload that needs its whole grace period (only SIGKILL stops it)")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -103,7 +104,12 @@ func serveMain(args []string) int {
 	}
 
 	// A pod is stopped with SIGTERM; exiting promptly keeps deletions fast.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	stopOn := []os.Signal{syscall.SIGTERM, os.Interrupt}
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+		stopOn = []os.Signal{os.Interrupt}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), stopOn...)
 	defer stop()
 	srv := &http.Server{Addr: *addr, Handler: newHandler(cfg), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -197,3 +197,41 @@ spec:
 		`jsonpath={range .items[*]}{.metadata.annotations.capn\.dev/tenant-name}={.spec.containers[0].imagePullPolicy} {end}`)
 	assert.Contains(t, strings.Fields(policies), "cached-image=Always", "the host pod's pull policy")
 }
+
+// testDeleteGraceCapped is red-team finding 4 on the real node: a tenant
+// deleted a pod that ignores SIGTERM with a grace period of 100000 s, the
+// host pod was deleted with the same, and its container ran on after the
+// pod, its namespace and the cluster were gone (the kubelet keeps the
+// grace a termination started with; a later force delete does not
+// shorten it). The syncer caps the host delete's grace at the provider's
+// bound, so the container is killed within it.
+func testDeleteGraceCapped(t *testing.T, admin framework.Kubectl, node *framework.Node, a dataPlaneTenant) {
+	a.tk.MustRun(t, `apiVersion: v1
+kind: Pod
+metadata: {name: stubborn, namespace: app}
+spec:
+  terminationGracePeriodSeconds: 60
+  containers:
+  - {name: c, image: "capn.dev/capn-testserver:dev", args: [serve, --ignore-sigterm], resources: {limits: {cpu: 100m, memory: 64Mi}}}
+`, "create", "-f", "-")
+	defer a.tk.Run("", "delete", "pod", "-n", "app", "stubborn", "--grace-period=0", "--force")
+	a.tk.MustRun(t, "", "wait", "-n", "app", "pod/stubborn", "--for=condition=Ready", "--timeout=2m")
+	host := names.Host("app", "stubborn")
+	id := admin.MustRun(t, "", "get", "pod", "-n", a.workloads, host, "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+	_, err := node.ContainerPID(id)
+	require.NoError(t, err, "the container runs")
+
+	deleted := time.Now()
+	a.tk.MustRun(t, "", "delete", "pod", "-n", "app", "stubborn", "--grace-period=100000", "--wait=false")
+	framework.Eventually(t, 30*time.Second, "the host pod deleted with the capped grace", func() (bool, string) {
+		r := admin.Run("", "get", "pod", "-n", a.workloads, host, "-o", "jsonpath={.metadata.deletionGracePeriodSeconds}")
+		return r.Err == nil && r.Stdout == fmt.Sprint(names.MaxGracePeriodSeconds), r.Stdout + r.Stderr
+	})
+	framework.Eventually(t, 2*time.Minute, "the container killed and the host pod gone", func() (bool, string) {
+		_, err := node.ContainerPID(id)
+		r := admin.Run("", "get", "pod", "-n", a.workloads, host, "-o", "name")
+		return err != nil && strings.Contains(r.Stderr, "NotFound"), fmt.Sprintf("container: %v; pod: %s%s", err, r.Stdout, r.Stderr)
+	})
+	t.Logf("numbers: a pod ignoring SIGTERM deleted with --grace-period=100000 was gone from the node %s later (bound %d s)",
+		time.Since(deleted).Round(time.Second), names.MaxGracePeriodSeconds)
+}

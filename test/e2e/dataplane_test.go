@@ -194,6 +194,7 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 	t.Run("network boundary", func(t *testing.T) { testNetworkBoundary(t, admin, node, tenants[0], tenants[1]) })
 	t.Run("tenant network policies", func(t *testing.T) { testTenantNetworkPolicies(t, admin, node, tenants[0]) })
 	t.Run("cached images", func(t *testing.T) { testCachedImageRefused(t, admin, tenants[0]) })
+	t.Run("delete grace capped", func(t *testing.T) { testDeleteGraceCapped(t, admin, node, tenants[0]) })
 	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, admin, tenants[0]) })
 
 	a := tenants[0]
