@@ -18,44 +18,30 @@ import (
 )
 
 // netpolPods are the tenant pods of testTenantNetworkPolicies: a server
-// in np-a, and clients in np-a (one labelled role=client, one not) and
-// np-b, each its own capn-testserver.
-const netpolPods = `apiVersion: v1
-kind: Namespace
-metadata: {name: np-a, labels: {team: a}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: np-b, labels: {team: b}}
----
+// in np-a (which also says app.kubernetes.io/name=capn-apiserver, the
+// label of finding 8), and clients in np-a (one labelled role=client, one
+// not) and np-b, each its own capn-testserver.
+func netpolPods() string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: np-a, labels: {team: a}}\n---\n")
+	b.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: np-b, labels: {team: b}}\n")
+	for _, p := range []struct{ ns, name, labels string }{
+		{"np-a", "server", "app: server, app.kubernetes.io/name: capn-apiserver"},
+		{"np-a", "client", "role: client"},
+		{"np-a", "other", "role: other"},
+		{"np-b", "client", "role: client"},
+	} {
+		fmt.Fprintf(&b, `---
 apiVersion: v1
 kind: Pod
-metadata: {name: server, namespace: np-a, labels: {app: server, app.kubernetes.io/name: capn-apiserver}}
+metadata: {name: %s, namespace: %s, labels: {%s}}
 spec:
   containers:
   - {name: c, image: "capn.dev/capn-testserver:dev", args: [serve], resources: {limits: {cpu: 100m, memory: 64Mi}}, readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client, namespace: np-a, labels: {role: client}}
-spec:
-  containers:
-  - {name: c, image: "capn.dev/capn-testserver:dev", args: [serve], resources: {limits: {cpu: 100m, memory: 64Mi}}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: other, namespace: np-a, labels: {role: other}}
-spec:
-  containers:
-  - {name: c, image: "capn.dev/capn-testserver:dev", args: [serve], resources: {limits: {cpu: 100m, memory: 64Mi}}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client, namespace: np-b, labels: {role: client}}
-spec:
-  containers:
-  - {name: c, image: "capn.dev/capn-testserver:dev", args: [serve], resources: {limits: {cpu: 100m, memory: 64Mi}}}
-`
+`, p.name, p.ns, p.labels)
+	}
+	return b.String()
+}
 
 // testTenantNetworkPolicies is issue 30 §3 on the real node: a tenant's
 // own NetworkPolicies, applied with kubectl in the tenant, are enforced by
@@ -65,7 +51,7 @@ spec:
 // app.kubernetes.io/name=capn-apiserver in the tenant, and no host
 // selector on that label finds it.
 func testTenantNetworkPolicies(t *testing.T, admin framework.Kubectl, node *framework.Node, a dataPlaneTenant) {
-	a.tk.MustRun(t, netpolPods, "apply", "-f", "-")
+	a.tk.MustRun(t, netpolPods(), "apply", "-f", "-")
 	defer a.tk.Run("", "delete", "namespace", "np-a", "np-b", "--wait=false")
 	for _, ns := range []string{"np-a", "np-b"} {
 		a.tk.MustRun(t, "", "wait", "-n", ns, "pods", "--all", "--for=condition=Ready", "--timeout=2m")

@@ -44,15 +44,7 @@ func TestNetworkPolicyGolden(t *testing.T) {
 			var tenant networkingv1.NetworkPolicy
 			require.NoError(t, yaml.UnmarshalStrict(in, &tenant))
 			host, notes := NetworkPolicy(&tenant, policyContext())
-			got, err := yaml.Marshal(policyGolden{Notes: notes, Policy: host})
-			require.NoError(t, err)
-			out := filepath.Join(dir, "output.yaml")
-			if *update {
-				require.NoError(t, os.WriteFile(out, got, 0o644))
-			}
-			want, err := os.ReadFile(out)
-			require.NoError(t, err, "run go test -update to write it")
-			assert.Equal(t, string(want), string(got))
+			assertGolden(t, dir, policyGolden{Notes: notes, Policy: host})
 		})
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"capn.dev/capn/pkg/tenant/names"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/pod/*/output.yaml from the translation")
+var update = flag.Bool("update", false, "rewrite testdata/*/*/output.yaml from the translation")
 
 // goldenContext is the tenant every golden case runs in.
 func goldenContext() Context {
@@ -77,17 +77,24 @@ func TestPodGolden(t *testing.T) {
 					g.SecretData[k] = string(v)
 				}
 			}
-			got, err := yaml.Marshal(g)
-			require.NoError(t, err)
-			out := filepath.Join(dir, "output.yaml")
-			if *update {
-				require.NoError(t, os.WriteFile(out, got, 0o644))
-			}
-			want, err := os.ReadFile(out)
-			require.NoError(t, err, "run go test -update to write it")
-			assert.Equal(t, string(want), string(got))
+			assertGolden(t, dir, g)
 		})
 	}
+}
+
+// assertGolden compares got, as YAML, with dir/output.yaml (rewritten
+// with -update).
+func assertGolden(t *testing.T, dir string, got any) {
+	t.Helper()
+	b, err := yaml.Marshal(got)
+	require.NoError(t, err)
+	out := filepath.Join(dir, "output.yaml")
+	if *update {
+		require.NoError(t, os.WriteFile(out, b, 0o644))
+	}
+	want, err := os.ReadFile(out)
+	require.NoError(t, err, "run go test -update to write it")
+	assert.Equal(t, string(want), string(b))
 }
 
 func TestPodIsRefusedWholeOrNotAtAll(t *testing.T) {
