@@ -3,8 +3,9 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Builds pinned, version-stamped, static binaries of the Kubernetes control
-# plane, kubectl, etcd, kwok, CoreDNS and the NetworkPolicy engine from the Go modules under
-# hack/tools/, into a cache keyed by version:
+# plane, kubectl, etcd, kwok, CoreDNS, the NetworkPolicy engine and the
+# upstream conformance suite (e2e.test, ginkgo, agnhost) from the Go modules
+# under hack/tools/, into a cache keyed by version:
 #
 #   ${CAPN_CACHE:-$HOME/.cache/capn}/bin/<version>/<name>
 #
@@ -15,7 +16,8 @@
 # caller: keeping it stable across runs is what makes rebuilds cheap.
 #
 # Usage:
-#   hack/build-tools.sh [--k8s-version V] [NAME...]   build NAMEs (default: all)
+#   hack/build-tools.sh [--k8s-version V] [NAME...]   build NAMEs (default: all
+#                                                      but e2e.test, ginkgo, agnhost)
 #   hack/build-tools.sh --print-dir NAME               print NAME's directory, no build
 #   hack/build-tools.sh --print-path NAME              print NAME's binary path, no build
 #   hack/build-tools.sh --list                         print the known NAMEs
@@ -39,6 +41,19 @@
 #                          go.mod); keyed by the CoreDNS version.
 #   hack/tools/kube-router/ github.com/cloudnativelabs/kube-router/v2, the
 #                          local node's NetworkPolicy engine (see its go.mod).
+#   hack/tools/conformance/ k8s.io/kubernetes v1.37.2 again, for the upstream
+#                          e2e suite only: e2e.test (`go test -c
+#                          k8s.io/kubernetes/test/e2e`), ginkgo (the version
+#                          k8s.io/kubernetes's go.mod requires; keyed by it)
+#                          and agnhost (test/images/agnhost, stamped with its
+#                          VERSION file as upstream does). A module of its
+#                          own so the suite's test-only dependencies never
+#                          touch hack/tools/go.sum, which every kube-*
+#                          binary's stamp covers. Built with the same flags
+#                          as the control plane (upstream builds its tests
+#                          that way too), so the compiled packages they share
+#                          come from GOCACHE. --k8s-version does not apply.
+#                          Not built by default: see docs/conformance-build.md.
 # A kube-* component or etcd comes from the module selected by
 # CAPN_K8S_VERSION / --k8s-version when that module has a cmd/<name> for it,
 # and from hack/tools otherwise: a second-version module only carries what a
@@ -61,7 +76,11 @@ CACHE="${CAPN_CACHE:-${HOME}/.cache/capn}"
 BIN_ROOT="${CACHE}/bin"
 
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-ALL_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns kube-router)
+DEFAULT_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns kube-router)
+# The conformance suite: minutes of extra build, wanted only by the targets
+# that run it, so not part of the default set.
+CONFORMANCE_TOOLS=(e2e.test ginkgo agnhost)
+ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${CONFORMANCE_TOOLS[@]}")
 
 # The tools modules must resolve on their own, whatever go.work a developer
 # has lying around higher up the tree.
@@ -114,6 +133,7 @@ tool_module() {
     kwok) printf '%s\n' "${TOOLS_DIR}/kwok" ;;
     coredns) printf '%s\n' "${TOOLS_DIR}/coredns" ;;
     kube-router) printf '%s\n' "${TOOLS_DIR}/kube-router" ;;
+    e2e.test|ginkgo|agnhost) printf '%s\n' "${TOOLS_DIR}/conformance" ;;
     *) die "unknown tool '$1' (known: ${ALL_TOOLS[*]})" ;;
   esac
 }
@@ -126,6 +146,10 @@ tool_package() {
     # Our own main (the plugin selection) is the module's root package.
     coredns) printf '%s\n' . ;;
     kube-router) printf '%s\n' github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
+    # A test package: built with `go test -c` (see build_group).
+    e2e.test) printf '%s\n' k8s.io/kubernetes/test/e2e ;;
+    ginkgo) printf '%s\n' github.com/onsi/ginkgo/v2/ginkgo ;;
+    agnhost) printf '%s\n' k8s.io/kubernetes/test/images/agnhost ;;
     *) printf '%s\n' "./cmd/$1" ;;
   esac
 }
@@ -139,6 +163,7 @@ tool_version() {
     kwok) mod_version "${dir}" sigs.k8s.io/kwok ;;
     coredns) mod_version "${dir}" github.com/coredns/coredns ;;
     kube-router) mod_version "${dir}" github.com/cloudnativelabs/kube-router/v2 ;;
+    ginkgo) mod_version "${dir}" github.com/onsi/ginkgo/v2 ;;
     *) mod_version "${dir}" k8s.io/kubernetes ;;
   esac
 }
@@ -176,6 +201,33 @@ build_flags() {
   printf '%s\n' "${flags[@]}"
 }
 
+# agnhost_version: the agnhost VERSION file of the k8s.io/kubernetes the
+# conformance module pins; it is also the image tag test/utils/image expects.
+agnhost_version() {
+  local dir
+  dir=$(cd "${TOOLS_DIR}/conformance" && go mod download k8s.io/kubernetes && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+  [[ -n "${dir}" && -f "${dir}/test/images/agnhost/VERSION" ]] || die "cannot find test/images/agnhost/VERSION of k8s.io/kubernetes"
+  tr -d '[:space:]' <"${dir}/test/images/agnhost/VERSION"
+}
+
+# tool_flags NAME BASEFLAGS...: NAME's go flags, from its module's
+# build_flags. agnhost additionally gets main.Version, which upstream's
+# test/images/agnhost/Makefile sets and `agnhost --version` prints.
+tool_flags() {
+  local name=$1; shift
+  local f
+  for f in "$@"; do
+    if [[ "${name}" == agnhost && "${f}" == -ldflags=* ]]; then
+      f+=" -X main.Version=$(agnhost_version)"
+    fi
+    printf '%s\n' "${f}"
+  done
+}
+
+# solo_build NAME: whether NAME needs a `go build`/`go test` invocation of its
+# own rather than sharing its module's (a test binary, or its own flags).
+solo_build() { [[ "$1" == e2e.test || "$1" == agnhost ]]; }
+
 # stamp_of NAME FLAGS...: hash of everything that determines NAME's binary.
 # Upstream sources are covered by go.sum; ours by the main package's files.
 stamp_of() {
@@ -185,6 +237,7 @@ stamp_of() {
   pkg=$(tool_package "${name}")
   {
     printf 'flags %s\n' "$@"
+    if [[ "${name}" == e2e.test ]]; then printf 'mode test -c\n'; fi
     printf 'env %s\n' "$(go env GOVERSION GOOS GOARCH GOAMD64 GOARM64)" "CGO_ENABLED=${CGO_ENABLED}" "GOFLAGS=$(go env GOFLAGS)"
     cat "${dir}/go.mod" "${dir}/go.sum"
     if [[ "${pkg}" == . || "${pkg}" == ./* ]]; then
@@ -224,6 +277,10 @@ build_group() {
   local flags_str
   flags_str=$(build_flags "${dir}")
   mapfile -t flags <<<"${flags_str}"
+  # A group is either several plain binaries sharing their module's flags or
+  # a single solo_build NAME; either way the first name's flags are all's.
+  flags_str=$(tool_flags "${names[0]}" "${flags[@]}")
+  mapfile -t flags <<<"${flags_str}"
 
   local out start watcher rc=0
   out=$(mktemp -d "${CACHE}/tmp/build.XXXXXX")
@@ -231,7 +288,11 @@ build_group() {
   log "building ${names[*]} (module ${dir#"${ROOT}/"})"
   watch_outputs "${out}" "${start}" "${names[@]}" &
   watcher=$!
-  (cd "${dir}" && go build "${flags[@]}" -o "${out}/" "${pkgs[@]}") || rc=$?
+  if [[ "${names[*]}" == e2e.test ]]; then
+    (cd "${dir}" && go test -c "${flags[@]}" -o "${out}/e2e.test" "${pkgs[@]}") || rc=$?
+  else
+    (cd "${dir}" && go build "${flags[@]}" -o "${out}/" "${pkgs[@]}") || rc=$?
+  fi
   kill "${watcher}" 2>/dev/null || true
   wait "${watcher}" 2>/dev/null || true
   if ((rc != 0)); then
@@ -270,7 +331,7 @@ main() {
       *) names+=("$1"); shift ;;
     esac
   done
-  ((${#names[@]})) || names=("${ALL_TOOLS[@]}")
+  ((${#names[@]})) || names=("${DEFAULT_TOOLS[@]}")
   local n
   for n in "${names[@]}"; do
     [[ " ${ALL_TOOLS[*]} " == *" ${n} "* ]] || die "unknown tool '${n}' (known: ${ALL_TOOLS[*]})"
@@ -312,21 +373,27 @@ main() {
     fi
     local -a flags
     mapfile -t flags <<<"${flags_cache[${dir}]}"
+    local tflags
+    tflags=$(tool_flags "${n}" "${flags[@]}")
+    mapfile -t flags <<<"${tflags}"
     want=$(stamp_of "${n}" "${flags[@]}")
     if [[ -x "${dest}" && "$(cat "$(dirname "${dest}")/.${n}.stamp" 2>/dev/null)" == "${want}" ]]; then
       log "up to date: ${n} ($(basename "$(dirname "${dest}")"))"
       continue
     fi
-    if [[ -z "${group_names[${dir}]+x}" ]]; then
-      group_dirs+=("${dir}")
-      group_names[${dir}]=""
+    local key=${dir}
+    if solo_build "${n}"; then key="${dir}#${n}"; fi
+    if [[ -z "${group_names[${key}]+x}" ]]; then
+      group_dirs+=("${key}")
+      group_names[${key}]=""
     fi
-    group_names[${dir}]+=" ${n}"
+    group_names[${key}]+=" ${n}"
   done
 
-  for dir in "${group_dirs[@]+"${group_dirs[@]}"}"; do
+  local key
+  for key in "${group_dirs[@]+"${group_dirs[@]}"}"; do
     # shellcheck disable=SC2086 # names are single words
-    build_group "${dir}" ${group_names[${dir}]}
+    build_group "${key%%#*}" ${group_names[${key}]}
   done
   log "done in $((SECONDS - total_start))s; bin dir(s):"
   printf '%s\n' "${!dirs_out[@]}" | sort

@@ -1,0 +1,100 @@
+// Command junit-table reads a Ginkgo JUnit report and prints one Markdown
+// table line per spec with its result, then one line "N passed, N
+// failed", over the specs whose name matches -focus and not -skip (the
+// run's own selection: Ginkgo reports the specs it filtered out as skipped
+// too). A selected spec that was skipped counts as failed: a conformance
+// count only credits what ran and passed.
+package main
+
+import (
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+type testCase struct {
+	Name    string    `xml:"name,attr"`
+	Status  string    `xml:"status,attr"`
+	Time    float64   `xml:"time,attr"`
+	Skipped *struct{} `xml:"skipped"`
+	Failure *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"failure"`
+	Error *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"error"`
+}
+
+type report struct {
+	Suites []struct {
+		Cases []testCase `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func main() {
+	focus := flag.String("focus", "", "count only specs whose name matches this regexp")
+	skip := flag.String("skip", "", "and does not match this one")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: junit-table [-focus RE] [-skip RE] JUNIT.xml")
+		os.Exit(2)
+	}
+	focusRE, err := regexp.Compile(*focus)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var skipRE *regexp.Regexp
+	if *skip != "" {
+		if skipRE, err = regexp.Compile(*skip); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	b, err := os.ReadFile(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var r report
+	if err := xml.Unmarshal(b, &r); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var cases []testCase
+	for _, s := range r.Suites {
+		for _, c := range s.Cases {
+			// Ginkgo's suite-level nodes are not specs.
+			if strings.HasPrefix(c.Name, "[SynchronizedBeforeSuite]") || strings.HasPrefix(c.Name, "[SynchronizedAfterSuite]") ||
+				strings.HasPrefix(c.Name, "[BeforeSuite]") || strings.HasPrefix(c.Name, "[AfterSuite]") || strings.HasPrefix(c.Name, "[ReportAfterSuite]") ||
+				strings.HasPrefix(c.Name, "[ReportBeforeSuite]") {
+				continue
+			}
+			if !focusRE.MatchString(c.Name) || skipRE != nil && skipRE.MatchString(c.Name) {
+				continue
+			}
+			cases = append(cases, c)
+		}
+	}
+	sort.Slice(cases, func(i, j int) bool { return cases[i].Name < cases[j].Name })
+	passed := 0
+	fmt.Println("| spec | result | seconds |")
+	fmt.Println("|---|---|---|")
+	for _, c := range cases {
+		result := "failed"
+		switch {
+		case c.Failure != nil || c.Error != nil:
+		case c.Skipped != nil || c.Status == "skipped" || c.Status == "pending":
+			result = "failed (skipped)"
+		case c.Status == "passed" || c.Status == "":
+			result = "passed"
+			passed++
+		}
+		fmt.Printf("| %s | %s | %.0f |\n", strings.ReplaceAll(c.Name, "|", `\|`), result, c.Time)
+	}
+	fmt.Printf("\n%d passed, %d failed\n", passed, len(cases)-passed)
+}
