@@ -38,6 +38,7 @@ type report struct {
 func main() {
 	focus := flag.String("focus", "", "count only specs whose name matches this regexp")
 	skip := flag.String("skip", "", "and does not match this one")
+	selected := flag.String("selected", "", "a dry run's JUnit report: its specs that the run does not report count as failed (not run)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: junit-table [-focus RE] [-skip RE] JUNIT.xml")
@@ -65,19 +66,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	var cases []testCase
-	for _, s := range r.Suites {
-		for _, c := range s.Cases {
-			// Ginkgo's suite-level nodes are not specs.
-			if strings.HasPrefix(c.Name, "[SynchronizedBeforeSuite]") || strings.HasPrefix(c.Name, "[SynchronizedAfterSuite]") ||
-				strings.HasPrefix(c.Name, "[BeforeSuite]") || strings.HasPrefix(c.Name, "[AfterSuite]") || strings.HasPrefix(c.Name, "[ReportAfterSuite]") ||
-				strings.HasPrefix(c.Name, "[ReportBeforeSuite]") {
-				continue
+	cases := specs(r, focusRE, skipRE)
+	if *selected != "" {
+		b, err := os.ReadFile(*selected)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		var dry report
+		if err := xml.Unmarshal(b, &dry); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		ran := map[string]bool{}
+		for _, c := range cases {
+			ran[c.Name] = true
+		}
+		for _, c := range specs(dry, focusRE, skipRE) {
+			if !ran[c.Name] {
+				cases = append(cases, testCase{Name: c.Name, Status: "not run"})
 			}
-			if !focusRE.MatchString(c.Name) || skipRE != nil && skipRE.MatchString(c.Name) {
-				continue
-			}
-			cases = append(cases, c)
 		}
 	}
 	sort.Slice(cases, func(i, j int) bool { return cases[i].Name < cases[j].Name })
@@ -88,13 +96,35 @@ func main() {
 		result := "failed"
 		switch {
 		case c.Failure != nil || c.Error != nil:
+		case c.Status == "not run":
+			result = "failed (not run)"
 		case c.Skipped != nil || c.Status == "skipped" || c.Status == "pending":
 			result = "failed (skipped)"
-		case c.Status == "passed" || c.Status == "":
+		case c.Status == "passed":
 			result = "passed"
 			passed++
 		}
 		fmt.Printf("| %s | %s | %.0f |\n", strings.ReplaceAll(c.Name, "|", `\|`), result, c.Time)
 	}
 	fmt.Printf("\n%d passed, %d failed\n", passed, len(cases)-passed)
+}
+
+// specs are the report's specs that the selection takes.
+func specs(r report, focus, skip *regexp.Regexp) []testCase {
+	var cases []testCase
+	for _, s := range r.Suites {
+		for _, c := range s.Cases {
+			// Ginkgo's suite-level nodes are not specs.
+			if strings.HasPrefix(c.Name, "[SynchronizedBeforeSuite]") || strings.HasPrefix(c.Name, "[SynchronizedAfterSuite]") ||
+				strings.HasPrefix(c.Name, "[BeforeSuite]") || strings.HasPrefix(c.Name, "[AfterSuite]") || strings.HasPrefix(c.Name, "[ReportAfterSuite]") ||
+				strings.HasPrefix(c.Name, "[ReportBeforeSuite]") {
+				continue
+			}
+			if !focus.MatchString(c.Name) || skip != nil && skip.MatchString(c.Name) {
+				continue
+			}
+			cases = append(cases, c)
+		}
+	}
+	return cases
 }
