@@ -56,28 +56,9 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	b, err := os.ReadFile(flag.Arg(0))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	var r report
-	if err := xml.Unmarshal(b, &r); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cases := specs(r, focusRE, skipRE)
+	cases := specs(read(flag.Arg(0)), focusRE, skipRE)
 	if *selected != "" {
-		b, err := os.ReadFile(*selected)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		var dry report
-		if err := xml.Unmarshal(b, &dry); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+		dry := read(*selected)
 		ran := map[string]bool{}
 		for _, c := range cases {
 			ran[c.Name] = true
@@ -107,6 +88,20 @@ func main() {
 		fmt.Printf("| %s | %s | %.0f |\n", strings.ReplaceAll(c.Name, "|", `\|`), result, c.Time)
 	}
 	fmt.Printf("\n%d passed, %d failed\n", passed, len(cases)-passed)
+}
+
+// read parses the JUnit report at path, or exits.
+func read(path string) report {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		var r report
+		if err = xml.Unmarshal(b, &r); err == nil {
+			return r
+		}
+	}
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+	return report{}
 }
 
 // specs are the report's specs that the selection takes.
