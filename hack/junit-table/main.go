@@ -69,10 +69,17 @@ func main() {
 			}
 		}
 	}
+	out, _ := table(cases)
+	fmt.Print(out)
+}
+
+// table is the results table of cases and how many passed. A case
+// passes only with status passed and no failure or error.
+func table(cases []testCase) (string, int) {
+	var b strings.Builder
 	sort.Slice(cases, func(i, j int) bool { return cases[i].Name < cases[j].Name })
 	passed := 0
-	fmt.Println("| spec | result | seconds |")
-	fmt.Println("|---|---|---|")
+	b.WriteString("| spec | result | seconds |\n|---|---|---|\n")
 	for _, c := range cases {
 		result := "failed"
 		switch {
@@ -85,9 +92,10 @@ func main() {
 			result = "passed"
 			passed++
 		}
-		fmt.Printf("| %s | %s | %.0f |\n", strings.ReplaceAll(c.Name, "|", `\|`), result, c.Time)
+		fmt.Fprintf(&b, "| %s | %s | %.0f |\n", strings.ReplaceAll(c.Name, "|", `\|`), result, c.Time)
 	}
-	fmt.Printf("\n%d passed, %d failed\n", passed, len(cases)-passed)
+	fmt.Fprintf(&b, "\n%d passed, %d failed\n", passed, len(cases)-passed)
+	return b.String(), passed
 }
 
 // read parses the JUnit report at path, or exits.
