@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 
 	"capn.dev/capn/pkg/syncer/translate"
@@ -37,47 +40,51 @@ func (k *networkPolicyKind) register(r *registrar) {
 	k.q = r.queue(kindNetworkPolicies)
 	handle(k.tenant.Networking().V1().NetworkPolicies().Informer(), func(obj any) { k.q.Add(key(obj)) })
 	handle(k.host.Networking().V1().NetworkPolicies().Informer(), byIdentity(k.q))
-	// An ipBlock selects pods by address: translate again when a host
-	// pod's address comes, changes or goes.
+	// An ipBlock selects pods by address, and a named port resolves
+	// against the pods a rule applies to: translate again when a host
+	// pod comes, goes, or changes its address or labels.
 	_, _ = k.host.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { k.enqueueIPBlocks() },
+		AddFunc: func(any) { k.enqueueByPods() },
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Pod)
 			c, ok2 := cur.(*corev1.Pod)
-			if !ok1 || !ok2 || o.Status.PodIP != c.Status.PodIP {
-				k.enqueueIPBlocks()
+			if !ok1 || !ok2 || o.Status.PodIP != c.Status.PodIP || !maps.Equal(o.Labels, c.Labels) {
+				k.enqueueByPods()
 			}
 		},
-		DeleteFunc: func(any) { k.enqueueIPBlocks() },
+		DeleteFunc: func(any) { k.enqueueByPods() },
 	})
 }
 
-// enqueueIPBlocks enqueues the tenant policies with an ipBlock peer.
-func (k *networkPolicyKind) enqueueIPBlocks() {
+// enqueueByPods enqueues the tenant policies whose translation depends
+// on the pods: those with an ipBlock peer or a named port.
+func (k *networkPolicyKind) enqueueByPods() {
 	policies, err := k.tenantPolicies.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, p := range policies {
-		if hasIPBlock(p) {
+		if dependsOnPods(p) {
 			k.q.Add(p.Namespace + "/" + p.Name)
 		}
 	}
 }
 
-func hasIPBlock(p *networkingv1.NetworkPolicy) bool {
+func dependsOnPods(p *networkingv1.NetworkPolicy) bool {
+	check := func(peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) bool {
+		return slices.ContainsFunc(peers, func(peer networkingv1.NetworkPolicyPeer) bool { return peer.IPBlock != nil }) ||
+			slices.ContainsFunc(ports, func(port networkingv1.NetworkPolicyPort) bool {
+				return port.Port != nil && port.Port.Type == intstr.String
+			})
+	}
 	for _, r := range p.Spec.Ingress {
-		for _, peer := range r.From {
-			if peer.IPBlock != nil {
-				return true
-			}
+		if check(r.From, r.Ports) {
+			return true
 		}
 	}
 	for _, r := range p.Spec.Egress {
-		for _, peer := range r.To {
-			if peer.IPBlock != nil {
-				return true
-			}
+		if check(r.To, r.Ports) {
+			return true
 		}
 	}
 	return false
@@ -123,7 +130,7 @@ func (k *networkPolicyKind) sync(ctx context.Context, key string) error {
 		}
 		return fmt.Errorf("network policy %s: replaced, recreating", key)
 	}
-	pods, err := k.podAddresses()
+	pods, err := k.policyPods()
 	if err != nil {
 		return err
 	}
@@ -140,20 +147,28 @@ func (k *networkPolicyKind) sync(ctx context.Context, key string) error {
 	return err
 }
 
-// podAddresses are the synced pods' tenant UIDs and host addresses.
-func (k *networkPolicyKind) podAddresses() ([]translate.PodAddress, error) {
+// policyPods are the synced pods as their host pods show them: tenant
+// UID, address, labels and container ports. A pod without an address yet
+// still resolves named ports.
+func (k *networkPolicyKind) policyPods() ([]translate.PolicyPod, error) {
 	hosts, err := k.hostPods.Pods(k.o.WorkloadNamespace).List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]translate.PodAddress, 0, len(hosts))
+	out := make([]translate.PolicyPod, 0, len(hosts))
 	for _, h := range hosts {
-		ip, err := netip.ParseAddr(h.Status.PodIP)
 		uid := h.Labels[names.TenantUIDLabel]
-		if err != nil || uid == "" {
+		if uid == "" {
 			continue
 		}
-		out = append(out, translate.PodAddress{UID: uid, IP: ip})
+		p := translate.PolicyPod{UID: uid, Labels: h.Labels}
+		if ip, err := netip.ParseAddr(h.Status.PodIP); err == nil {
+			p.IP = ip
+		}
+		for _, c := range h.Spec.Containers {
+			p.Ports = append(p.Ports, c.Ports...)
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -9,6 +9,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/tenant/names"
 )
@@ -17,15 +19,19 @@ import (
 // the policy.
 type PolicyContext struct {
 	WorkloadNamespace string
-	// Pods are the tenant's synced pods with their host addresses: an
-	// ipBlock peer selects those whose address falls in the block.
-	Pods []PodAddress
+	// Pods are the tenant's synced pods as their host pods show them: an
+	// ipBlock peer selects those whose address falls in the block, and a
+	// named port resolves against their container ports.
+	Pods []PolicyPod
 }
 
-// PodAddress is a synced tenant pod's UID and its host pod's IP.
-type PodAddress struct {
-	UID string
-	IP  netip.Addr
+// PolicyPod is a synced tenant pod: its UID, and its host pod's IP,
+// labels (PodLabels) and container ports.
+type PolicyPod struct {
+	UID    string
+	IP     netip.Addr
+	Labels map[string]string
+	Ports  []corev1.ContainerPort
 }
 
 // matchesNothing is a label no host pod carries (PodLabels never writes
@@ -70,10 +76,22 @@ func NetworkPolicy(tenant *networkingv1.NetworkPolicy, c PolicyContext) (host *n
 			peers, ports, MaxPolicyPeers, MaxPolicyPorts)}
 	}
 	for _, r := range tenant.Spec.Ingress {
-		spec.Ingress = append(spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: ports(r.Ports), From: t.peers(r.From)})
+		from := t.peers(r.From)
+		if !resolves(r.Ports, c.Pods, []metav1.LabelSelector{sel}) {
+			from = []networkingv1.NetworkPolicyPeer{{PodSelector: ptr.To(nothing())}}
+		}
+		spec.Ingress = append(spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: ports(r.Ports), From: from})
 	}
 	for _, r := range tenant.Spec.Egress {
-		spec.Egress = append(spec.Egress, networkingv1.NetworkPolicyEgressRule{Ports: ports(r.Ports), To: t.peers(r.To)})
+		to := t.peers(r.To)
+		dests := make([]metav1.LabelSelector, 0, len(to))
+		for _, p := range to {
+			dests = append(dests, *p.PodSelector)
+		}
+		if !resolves(r.Ports, c.Pods, dests) {
+			to = []networkingv1.NetworkPolicyPeer{{PodSelector: ptr.To(nothing())}}
+		}
+		spec.Egress = append(spec.Egress, networkingv1.NetworkPolicyEgressRule{Ports: ports(r.Ports), To: to})
 	}
 	return &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: spec}, t.notes
 }
@@ -92,6 +110,52 @@ func policySize(p *networkingv1.NetworkPolicy) (peers, ports int) {
 		peers, ports = peers+len(r.To), ports+len(r.Ports)
 	}
 	return peers, ports
+}
+
+// resolves reports whether a rule with ports can match anything: false
+// when every one of its ports is a named port that no pod the rule admits
+// traffic to (selected by one of to, over the host labels) has. Such a
+// rule matches nothing in Kubernetes; an engine may read a rule whose
+// ports all fail to resolve as one without ports, every port (kube-router
+// v2.1.0 does, for rules with pod peers), so the translation gives it a
+// peer that is no pod instead. A rule without ports, or with a number
+// among them, resolves.
+func resolves(ports []networkingv1.NetworkPolicyPort, pods []PolicyPod, to []metav1.LabelSelector) bool {
+	if len(ports) == 0 {
+		return true
+	}
+	sels := make([]labels.Selector, 0, len(to))
+	for i := range to {
+		s, err := metav1.LabelSelectorAsSelector(&to[i])
+		if err != nil {
+			continue
+		}
+		sels = append(sels, s)
+	}
+	for _, p := range ports {
+		if p.Port == nil || p.Port.Type != intstr.String {
+			return true
+		}
+		proto := corev1.ProtocolTCP
+		if p.Protocol != nil {
+			proto = *p.Protocol
+		}
+		for _, pod := range pods {
+			if !slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(pod.Labels)) }) {
+				continue
+			}
+			if slices.ContainsFunc(pod.Ports, func(cp corev1.ContainerPort) bool {
+				cpProto := cp.Protocol
+				if cpProto == "" {
+					cpProto = corev1.ProtocolTCP
+				}
+				return cp.Name == p.Port.StrVal && cpProto == proto
+			}) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // IsolatedBy reports whether any of policies (the tenant NetworkPolicies
@@ -131,7 +195,7 @@ func policyTypes(p *networkingv1.NetworkPolicy) []networkingv1.PolicyType {
 
 type peerTranslator struct {
 	ns    string
-	pods  []PodAddress
+	pods  []PolicyPod
 	notes []string
 }
 

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"capn.dev/capn/pkg/tenant/names"
@@ -21,9 +23,11 @@ import (
 // policyContext is the tenant every NetworkPolicy golden case runs in:
 // three of its pods, one in the block's exception.
 func policyContext() PolicyContext {
-	return PolicyContext{WorkloadNamespace: "capn-w-tenant", Pods: []PodAddress{
+	web := PodLabels(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", UID: "pod-a", Labels: map[string]string{"app": "web"}}},
+		Context{NamespaceLabels: map[string]string{corev1.LabelMetadataName: "shop"}})
+	return PolicyContext{WorkloadNamespace: "capn-w-tenant", Pods: []PolicyPod{
 		{UID: "pod-b", IP: netip.MustParseAddr("10.244.0.12")},
-		{UID: "pod-a", IP: netip.MustParseAddr("10.244.0.11")},
+		{UID: "pod-a", IP: netip.MustParseAddr("10.244.0.11"), Labels: web, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}},
 		{UID: "pod-excepted", IP: netip.MustParseAddr("10.244.1.5")},
 	}}
 }
@@ -169,5 +173,50 @@ func TestNetworkPolicyNamesOnlyCapnKeys(t *testing.T) {
 				assert.True(t, names.CapnOwnedLabel(e.Key), "%s: %q", f, e.Key)
 			}
 		}
+	}
+}
+
+// A rule whose ports are all named ports that none of the pods it applies
+// to has matches nothing; one with a port that resolves, or a number,
+// keeps its peers. Ingress resolves against the policy's pods, egress
+// against the rule's destinations.
+func TestNamedPortsThatResolveNowhereMatchNothing(t *testing.T) {
+	named := func(name string) []networkingv1.NetworkPolicyPort {
+		return []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromString(name))}}
+	}
+	web := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	for _, tc := range []struct {
+		name    string
+		spec    networkingv1.NetworkPolicySpec
+		nothing bool
+	}{
+		{"ingress, the selected pod has it", networkingv1.NetworkPolicySpec{PodSelector: *web,
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: named("http")}}}, false},
+		{"ingress, no selected pod has it", networkingv1.NetworkPolicySpec{PodSelector: *web,
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: named("metrics")}}}, true},
+		{"ingress, only an unselected pod has it", networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: named("http")}}}, true},
+		{"ingress, a number beside it", networkingv1.NetworkPolicySpec{PodSelector: *web,
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: append(named("metrics"), networkingv1.NetworkPolicyPort{Port: ptr.To(intstr.FromInt32(80))})}}}, false},
+		{"egress, a destination has it", networkingv1.NetworkPolicySpec{
+			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{PodSelector: web}}, Ports: named("http")}}}, false},
+		{"egress, no destination has it", networkingv1.NetworkPolicySpec{
+			Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{PodSelector: web}}, Ports: named("metrics")}}}, true},
+		{"egress, UDP where the pod has TCP", networkingv1.NetworkPolicySpec{
+			Egress: []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromString("http"))}}}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host, _ := NetworkPolicy(&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p", UID: "u"}, Spec: tc.spec}, policyContext())
+			var peers []networkingv1.NetworkPolicyPeer
+			for _, r := range host.Spec.Ingress {
+				peers = append(peers, r.From...)
+			}
+			for _, r := range host.Spec.Egress {
+				peers = append(peers, r.To...)
+			}
+			require.Len(t, peers, 1)
+			_, none := peers[0].PodSelector.MatchLabels[matchesNothing]
+			assert.Equal(t, tc.nothing, none, "%v", peers[0].PodSelector)
+		})
 	}
 }
