@@ -65,6 +65,11 @@ fi
 PATH=${ROOT}/_output/bin:${PATH} "${kubectl}" nested kubeconfig "${NAME}" --expiration=4h >"${OUT}/tenant.kubeconfig"
 # The suite starts by checking that every node is Ready and schedulable:
 # the virtual Node follows the cluster's Ready by a moment.
+# (`kubectl wait` fails at once while there is no Node to wait for.)
+for _ in $(seq 150); do
+  "${kubectl}" --kubeconfig "${OUT}/tenant.kubeconfig" get nodes -o name 2>/dev/null | grep -q . && break
+  sleep 2
+done
 "${kubectl}" --kubeconfig "${OUT}/tenant.kubeconfig" wait node --all --for=condition=Ready --timeout=5m
 
 # The selection, from a dry run: a selected spec the run never reports
