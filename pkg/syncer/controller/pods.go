@@ -158,7 +158,7 @@ const legacyLabelsRecheck = 5 * time.Second
 // the pod keeps its old keys beside the new ones, so no Service loses an
 // endpoint while the two move.
 func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *corev1.Pod) error {
-	c, err := k.podContext(tenant)
+	c, err := k.labelContext(tenant, k.o.Pod)
 	if err != nil {
 		return err
 	}
@@ -330,6 +330,13 @@ func (k *podKind) podContext(tenant *corev1.Pod) (translate.Context, error) {
 		return c, fmt.Errorf("pod %s/%s: %w", tenant.Namespace, tenant.Name, err)
 	}
 	c.Nameserver = ns
+	return k.labelContext(tenant, c)
+}
+
+// labelContext adds what the host pod's labels need to c: its tenant
+// namespace's labels and the isolation its namespace's NetworkPolicies
+// give it (translate.PodLabels).
+func (k *podKind) labelContext(tenant *corev1.Pod, c translate.Context) (translate.Context, error) {
 	tns, err := k.tenantNamespaces.Get(tenant.Namespace)
 	if err != nil {
 		return c, fmt.Errorf("pod %s/%s: its namespace: %w", tenant.Namespace, tenant.Name, err)
