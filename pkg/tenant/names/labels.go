@@ -58,12 +58,6 @@ func carriedKey(domain, k string) string {
 	return domain + "/" + name + "-" + h
 }
 
-// Carried reports whether host label key k is one the syncer derived
-// from a tenant key (TenantLabelKey or NamespaceLabelKey).
-func Carried(k string) bool {
-	return strings.HasPrefix(k, TenantLabelDomain+"/") || strings.HasPrefix(k, NamespaceLabelDomain+"/")
-}
-
 // CapnOwnedLabel reports whether k is a key of capn's own (a capn.dev
 // domain, or managed-by): a tenant key can never be one on the host.
 func CapnOwnedLabel(k string) bool {
