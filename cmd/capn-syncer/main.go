@@ -127,6 +127,7 @@ func syncerOptions(o *options) (controller.Options, error) {
 		HostTolerations:   tols,
 		Workers:           o.Workers,
 		MaxCopiedBytes:    maxCopied,
+		StorageClasses:    splitList(o.StorageClasses),
 		Pod: translate.Context{
 			APIServerHost: host, APIServerPort: int32(port),
 			Nameserver: o.TenantNameserver, DNSDomain: o.TenantDNSDomain,

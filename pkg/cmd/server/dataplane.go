@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -49,6 +51,8 @@ type DataPlaneOptions struct {
 	// imagePullPolicy Always unless their image is listed (finding 6).
 	PullAlways   bool
 	CachedImages []string
+	// StorageClasses tenant claims may name (empty: the management default).
+	StorageClasses []string
 }
 
 func defaultDataPlaneOptions() DataPlaneOptions {
@@ -64,7 +68,8 @@ func defaultDataPlaneOptions() DataPlaneOptions {
 		Quota:       toFlag(builders.DefaultWorkloadQuota()),
 		QuotaMax: map[string]string{"pods": "500", "requests.cpu": "64", "requests.memory": "256Gi",
 			"limits.cpu": "128", "limits.memory": "512Gi", "requests.ephemeral-storage": "200Gi", "limits.ephemeral-storage": "400Gi",
-			"services": "500", "configmaps": "1000", "secrets": "1000", string(validation.ResourceNetworkPolicies): "500"},
+			"services": "500", "configmaps": "1000", "secrets": "1000", string(validation.ResourceNetworkPolicies): "500",
+			"requests.storage": "1Ti", "persistentvolumeclaims": "100"},
 		SyncerImage: builders.DefaultSyncerImage,
 		DNSImage:    versions.CoreDNSImage,
 		PullAlways:  true,
@@ -95,6 +100,8 @@ func (o *DataPlaneOptions) AddFlags(fs *pflag.FlagSet) {
 		"Run tenant containers with imagePullPolicy Always, whatever they ask, unless their image is in --tenant-cached-images: the registry then checks the tenant's own credentials before an image already on the node runs, so a tenant cannot run another tenant's private images or the provider's.")
 	fs.StringSliceVar(&o.CachedImages, "tenant-cached-images", o.CachedImages,
 		"Images tenant pods may run from the node's cache with the pull policy they ask for (the tenant DNS addon's image always may).")
+	fs.StringSliceVar(&o.StorageClasses, "tenant-storage-classes", o.StorageClasses,
+		"Management StorageClasses tenant PersistentVolumeClaims may name; each appears read-only in the tenant, the management default marked default. Empty: the management cluster's default class alone.")
 	fs.StringVar(&o.ServiceCIDR, "management-service-cidr", o.ServiceCIDR,
 		"The management cluster's IPv4 service range, which Shared tenants share. Empty: read from its ServiceCIDR objects at start.")
 }
@@ -140,6 +147,11 @@ func (o DataPlaneOptions) Validate() []error {
 	if es := validation.ValidateQuotaCaps(q, max, field.NewPath("--tenant-workload-quota")); len(es) > 0 {
 		errs = append(errs, es.ToAggregate())
 	}
+	for _, c := range o.StorageClasses {
+		if es := apimachineryvalidation.NameIsDNSSubdomain(c, false); len(es) > 0 {
+			errs = append(errs, fmt.Errorf("--tenant-storage-classes: %q: %s", c, strings.Join(es, "; ")))
+		}
+	}
 	if o.SyncerImage == "" {
 		errs = append(errs, fmt.Errorf("--syncer-image must be set"))
 	}
@@ -154,7 +166,8 @@ func (o DataPlaneOptions) builders() builders.DataPlane {
 	q, _ := parseQuota("tenant-workload-quota", o.Quota)
 	return builders.DataPlane{NodeSelector: o.NodeSelector, Tolerations: o.Tolerations, PodSecurity: o.PodSecurity,
 		Quota: q, SyncerImage: o.SyncerImage, RuntimeClasses: o.RuntimeClasses,
-		DNSImage: o.DNSImage, DNSUpstreams: o.DNSUpstreams, PullAlways: o.PullAlways, CachedImages: o.CachedImages}
+		DNSImage: o.DNSImage, DNSUpstreams: o.DNSUpstreams, PullAlways: o.PullAlways, CachedImages: o.CachedImages,
+		StorageClasses: o.StorageClasses}
 }
 
 // policy is what the registry checks tenants against. The service range

@@ -50,6 +50,7 @@ const (
 	FlagDNSAddon                  = "dns-addon"
 	FlagDNSImage                  = "dns-image"
 	FlagDNSUpstreams              = "dns-upstreams"
+	FlagStorageClasses            = "storage-classes"
 )
 
 // The ports capn runs capn-syncer with: the defaults of the bind
@@ -95,6 +96,7 @@ type Options struct {
 	DNSAddon                  bool
 	DNSImage                  string
 	DNSUpstreams              string
+	StorageClasses            string
 }
 
 // AddFlags binds o to fs, with o's values as the defaults; see Defaults.
@@ -128,6 +130,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.KubeletAdvertiseAddress, FlagKubeletAdvertiseAddress, o.KubeletAdvertiseAddress, "IP:port the tenant apiserver reaches the kubelet API at: the virtual Nodes' InternalIP and kubelet port. Empty: virtual Nodes keep the host nodes' addresses and no kubelet API is served.")
 	fs.BoolVar(&o.DNSAddon, FlagDNSAddon, o.DNSAddon, "Keep the CoreDNS addon (kube-system/coredns behind the Service kube-dns) in the tenant and point host pods at it instead of --"+FlagTenantNameserver+"; false removes the addon the syncer made.")
 	fs.StringVar(&o.DNSImage, FlagDNSImage, o.DNSImage, "The CoreDNS image of the DNS addon.")
+	fs.StringVar(&o.StorageClasses, FlagStorageClasses, o.StorageClasses, "Comma-separated management StorageClasses tenant PersistentVolumeClaims may name; they appear read-only in the tenant. Empty: the management cluster's default class.")
 	fs.StringVar(&o.DNSUpstreams, FlagDNSUpstreams, o.DNSUpstreams, "Comma-separated resolver IPs the DNS addon forwards names outside the cluster to; empty answers them NXDOMAIN, so no query leaves the addon.")
 }
 

@@ -79,6 +79,13 @@ func TenantSyncerRules() []*rbacac.PolicyRuleApplyConfiguration {
 		// carries its namespace's labels for their namespace selectors.
 		rule("", []string{"namespaces"}, read...),
 		rule("networking.k8s.io", []string{"networkpolicies"}, read...),
+		// Claims are served on the host; the syncer writes the PVs and
+		// StorageClasses a tenant sees of them, as a provisioner would,
+		// and a claim's resize status.
+		rule("", []string{"persistentvolumeclaims"}, read...),
+		rule("", []string{"persistentvolumeclaims/status"}, "update", "patch"),
+		rule("", []string{"persistentvolumes"}, append(read, "create", "update", "patch", "delete")...),
+		rule("storage.k8s.io", []string{"storageclasses"}, append(read, "create", "update", "patch", "delete")...),
 		rule("", []string{"serviceaccounts/token"}, "create"),
 		rule("", []string{"events"}, "create", "patch", "update"),
 		rule("events.k8s.io", []string{"events"}, "create", "patch", "update"),

@@ -52,6 +52,11 @@ type DataPlane struct {
 	// --cached-images (red-team finding 6), from template revision 5 on.
 	PullAlways   bool
 	CachedImages []string
+	// StorageClasses are the management StorageClasses tenant claims may
+	// name; empty: the syncer serves the management default class. Only a
+	// list reaches the syncer's flags, so a provider who keeps the default
+	// rolls no syncer.
+	StorageClasses []string
 }
 
 // DefaultSyncerImage is the image `make images` builds.
@@ -85,6 +90,9 @@ func DefaultWorkloadQuota() corev1.ResourceList {
 		corev1.ResourceSecrets:                  resource.MustParse("100"),
 		// The tenant's NetworkPolicies, and capn's three.
 		validation.ResourceNetworkPolicies: resource.MustParse("100"),
+		// Persistent volumes: the provider's disk, under every class.
+		corev1.ResourceRequestsStorage:        resource.MustParse("10Gi"),
+		corev1.ResourcePersistentVolumeClaims: resource.MustParse("10"),
 	}
 }
 
@@ -157,6 +165,9 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		if len(dp.CachedImages) > 0 {
 			flags[cmdsyncer.FlagCachedImages] = strings.Join(dp.CachedImages, ",")
 		}
+	}
+	if len(dp.StorageClasses) > 0 {
+		flags[cmdsyncer.FlagStorageClasses] = strings.Join(dp.StorageClasses, ",")
 	}
 	if p.revision(v1alpha1.ComponentAPIServer) >= WebhookClientCertTemplateRevision {
 		flags[cmdsyncer.FlagWebhookRequireClientCert] = "true"

@@ -259,6 +259,10 @@ func (m *cachedManagement) StopPods(ctx context.Context, namespace string, selec
 	return m.live.StopPods(ctx, namespace, selector)
 }
 
+func (m *cachedManagement) DeletingVolumes(ctx context.Context, namespace string) (int, error) {
+	return m.live.DeletingVolumes(ctx, namespace)
+}
+
 func (m *cachedManagement) ListSecrets(_ context.Context, namespace string) ([]corev1.Secret, error) {
 	return listAs[corev1.Secret](m, namespace, labels.Everything())
 }

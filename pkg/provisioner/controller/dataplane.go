@@ -48,7 +48,7 @@ func (c *finalizer) deleteDataPlane(ctx context.Context, nc *v1alpha1.NestedClus
 	live, err := c.mgmt.Get(ctx, proto)
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, nil
+		return c.volumesGone(ctx, proto.Name)
 	case err != nil:
 		return false, fmt.Errorf("getting workload namespace %s: %w", proto.Name, err)
 	case !provisioner.OwnedBy(live.GetLabels(), nc):
@@ -63,6 +63,22 @@ func (c *finalizer) deleteDataPlane(ctx context.Context, nc *v1alpha1.NestedClus
 	klog.FromContext(ctx).Info("Deleting workload namespace", "namespace", proto.Name)
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, "Deleting", "deleting workload namespace %s", proto.Name)
 	return false, nil
+}
+
+// volumesGone reports whether the volumes of the workload namespace's
+// claims are gone: the claims went with the namespace, and the
+// provisioner deletes their volumes (and the data on disk) after. A
+// volume whose class retains it is the provider's to keep, and is not
+// waited for.
+func (c *finalizer) volumesGone(ctx context.Context, namespace string) (bool, error) {
+	n, err := c.mgmt.DeletingVolumes(ctx, namespace)
+	if err != nil {
+		return false, fmt.Errorf("listing the volumes of workload namespace %s: %w", namespace, err)
+	}
+	if n > 0 {
+		klog.FromContext(ctx).V(2).Info("Waiting for the tenant's volumes to be deleted", "namespace", namespace, "volumes", n)
+	}
+	return n == 0, nil
 }
 
 // deleteSyncerBinding deletes the syncer's ClusterRoleBinding of the

@@ -47,6 +47,10 @@ type Management interface {
 	// sleeping tenant's pods on the shared data plane) and reports how
 	// many it found, live: they are not in capn's caches.
 	StopPods(ctx context.Context, namespace string, selector labels.Selector) (int, error)
+	// DeletingVolumes counts the PersistentVolumes bound to claims of
+	// namespace whose reclaim policy deletes them, live: a deleted
+	// tenant's volumes are gone before it is released.
+	DeletingVolumes(ctx context.Context, namespace string) (int, error)
 }
 
 // NewManagement implements Management over a kubernetes clientset.
@@ -93,6 +97,20 @@ func (m kubeManagement) ListPods(ctx context.Context, namespace string, selector
 		return nil, err
 	}
 	return l.Items, nil
+}
+
+func (m kubeManagement) DeletingVolumes(ctx context.Context, namespace string) (int, error) {
+	l, err := m.c.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, pv := range l.Items {
+		if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == namespace && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // stopPodsPage bounds the pods StopPods reads and deletes per call; any

@@ -20,12 +20,12 @@ type Data map[string]map[string][]byte
 const (
 	APIServerCommonName   = "kube-apiserver"
 	EtcdClientCommonName  = "kube-apiserver-etcd-client"
-	ControllerManagerUser = "system:kube-controller-manager"
+	ControllerManagerUser = names.ControllerManagerUser
 	SchedulerUser         = "system:kube-scheduler"
 	// SyncerUser is capn-syncer's tenant identity, bound to the tenant
 	// ClusterRole capn:syncer (access.Bootstrap): no group, so nothing but
 	// that role.
-	SyncerUser                 = "capn:syncer"
+	SyncerUser                 = names.SyncerUser
 	etcdServerCommonName       = "etcd"
 	etcdPeerCommonName         = "etcd-peer"
 	controllerManagerServingCN = v1alpha1.ComponentControllerManager

@@ -65,15 +65,15 @@ func TestQuotaIsCappedAndAllowListed(t *testing.T) {
 	nc.Spec.DataPlane.Quota = corev1.ResourceList{
 		corev1.ResourcePods:        resource.MustParse("101"),
 		corev1.ResourceRequestsCPU: resource.MustParse("8"),
-		"requests.storage":         resource.MustParse("1Gi"),
+		"requests.nvidia.com/gpu":  resource.MustParse("1"),
 	}
 	s.PrepareForCreate(context.Background(), nc)
-	assert.ElementsMatch(t, []string{"spec.dataPlane.quota[pods]", "spec.dataPlane.quota[requests.storage]"}, paths(s.Validate(context.Background(), nc)))
+	assert.ElementsMatch(t, []string{"spec.dataPlane.quota[pods]", "spec.dataPlane.quota[requests.nvidia.com/gpu]"}, paths(s.Validate(context.Background(), nc)))
 
 	// A cap lowered after the object was stored does not block other edits.
 	old := nc.DeepCopy()
 	old.ResourceVersion = "1"
-	delete(old.Spec.DataPlane.Quota, "requests.storage")
+	delete(old.Spec.DataPlane.Quota, "requests.nvidia.com/gpu")
 	updated := old.DeepCopy()
 	updated.Spec.DataPlane.NodeSelector = map[string]string{"pool": "a"}
 	assert.Empty(t, s.ValidateUpdate(context.Background(), updated, old))

@@ -58,6 +58,18 @@ func (s *Syncer) syncReferences(ctx context.Context, ns string, res *translate.R
 			return nil, err
 		}
 	}
+	// claimKind makes host claims; a pod waits for its claims' (the
+	// tenant's scheduler binds a pod only once its claims are bound, so
+	// this is a cache that is behind).
+	for _, name := range res.Claims {
+		c, err := cached(s.hostClaims.PersistentVolumeClaims(s.o.WorkloadNamespace).Get(names.Host(ns, name)))
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			missing = append(missing, "persistentvolumeclaim "+name)
+		}
+	}
 	return missing, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -64,6 +65,9 @@ type Options struct {
 	DNS DNSOptions
 	// Kubelet is where the virtual Nodes' kubelet API is advertised.
 	Kubelet KubeletOptions
+	// StorageClasses are the host StorageClasses tenant claims may name;
+	// empty: the host's default class.
+	StorageClasses []string
 }
 
 // Syncer is one tenant's syncer: what its kinds share (options, clock,
@@ -78,7 +82,10 @@ type Syncer struct {
 	tenantHook informers.SharedInformerFactory
 	host       informers.SharedInformerFactory
 	hostNode   informers.SharedInformerFactory
-	recorder   record.EventRecorder
+	// hostCluster watches the host's cluster-scoped objects that are
+	// everyone's to read (StorageClasses).
+	hostCluster informers.SharedInformerFactory
+	recorder    record.EventRecorder
 
 	tenantPods       corelisters.PodLister
 	tenantConfigMaps corelisters.ConfigMapLister
@@ -94,6 +101,13 @@ type Syncer struct {
 	hostServices     corelisters.ServiceLister
 	hostNodes        corelisters.NodeLister
 	tenantWebhooks   admissionlisters.MutatingWebhookConfigurationLister
+
+	tenantClaims         corelisters.PersistentVolumeClaimLister
+	hostClaims           corelisters.PersistentVolumeClaimLister
+	tenantVolumes        corelisters.PersistentVolumeLister
+	tenantVolumeIndex    cache.Indexer
+	tenantStorageClasses storagelisters.StorageClassLister
+	hostStorageClasses   storagelisters.StorageClassLister
 	// webhookCA is the Service webhook's CA certificate (PEM).
 	webhookCA []byte
 
@@ -117,6 +131,8 @@ const (
 	kindEvents     = "events"
 
 	kindNetworkPolicies = "networkpolicies"
+	kindClaims          = "persistentvolumeclaims"
+	kindStorageClasses  = "storageclasses"
 )
 
 // kinds are the syncer's kinds, one line each: a kind is added here.
@@ -133,6 +149,8 @@ func (s *Syncer) kinds() []kindSyncer {
 		&dnsKind{Syncer: s},
 		&eventKind{Syncer: s},
 		&networkPolicyKind{Syncer: s},
+		&claimKind{Syncer: s},
+		&storageClassKind{Syncer: s},
 	}
 }
 
@@ -182,8 +200,17 @@ func New(o Options) *Syncer {
 	s.tenantNamespaces, s.tenantPolicies, s.hostPolicies = tns.Lister(), tnp.Lister(), hnp.Lister()
 	s.tenantPods, s.tenantConfigMaps, s.tenantSecrets, s.tenantServices, s.tenantNodes = tp.Lister(), tcm.Lister(), ts.Lister(), tsvc.Lister(), tn.Lister()
 	s.hostPods, s.hostConfigMaps, s.hostSecrets, s.hostServices, s.hostNodes = hp.Lister(), hcm.Lister(), hs.Lister(), hsvc.Lister(), hn.Lister()
+	s.hostCluster = informers.NewSharedInformerFactory(o.HostWatch, o.ResyncPeriod)
+	tpvc, hpvc, tpv := s.tenant.Core().V1().PersistentVolumeClaims(), s.host.Core().V1().PersistentVolumeClaims(), s.tenant.Core().V1().PersistentVolumes()
+	tsc, hsc := s.tenant.Storage().V1().StorageClasses(), s.hostCluster.Storage().V1().StorageClasses()
+	if err := tpv.Informer().AddIndexers(cache.Indexers{claimIndex: claimOf}); err != nil {
+		panic(fmt.Sprintf("syncer: PV index: %v", err)) // only before the informer starts
+	}
+	s.tenantClaims, s.hostClaims, s.tenantVolumes, s.tenantVolumeIndex = tpvc.Lister(), hpvc.Lister(), tpv.Lister(), tpv.Informer().GetIndexer()
+	s.tenantStorageClasses, s.hostStorageClasses = tsc.Lister(), hsc.Lister()
 	for _, i := range []cache.SharedIndexInformer{tp.Informer(), tcm.Informer(), ts.Informer(), tsvc.Informer(), tn.Informer(),
-		hp.Informer(), hcm.Informer(), hs.Informer(), hsvc.Informer(), hn.Informer(), tns.Informer(), tnp.Informer(), hnp.Informer()} {
+		hp.Informer(), hcm.Informer(), hs.Informer(), hsvc.Informer(), hn.Informer(), tns.Informer(), tnp.Informer(), hnp.Informer(),
+		tpvc.Informer(), hpvc.Informer(), tpv.Informer(), tsc.Informer(), hsc.Informer()} {
 		s.synced = append(s.synced, i.HasSynced)
 	}
 
@@ -217,6 +244,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	s.tenant.Start(ctx.Done())
 	s.host.Start(ctx.Done())
 	s.hostNode.Start(ctx.Done())
+	s.hostCluster.Start(ctx.Done())
 	if !cache.WaitForNamedCacheSync("capn-syncer", ctx.Done(), append(s.synced, s.reg.synced...)...) {
 		return fmt.Errorf("caches did not sync")
 	}

@@ -207,7 +207,9 @@ func (s *Syncer) serveWebhook(ctx context.Context) error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(ServiceWebhookPath, s.o.Webhook.authenticate(http.HandlerFunc(s.serveServiceAdmission)))
+	mux.Handle(ServiceWebhookPath, s.o.Webhook.authenticate(serveAdmission(s.admitService)))
+	mux.Handle(ClaimWebhookPath, s.o.Webhook.authenticate(serveAdmission(s.admitClaim)))
+	mux.Handle(StorageWebhookPath, s.o.Webhook.authenticate(serveAdmission(admitStorage)))
 	srv := &http.Server{
 		Handler:           mux,
 		TLSConfig:         s.o.Webhook.tlsConfig(certs.getCertificate),
@@ -226,8 +228,12 @@ func (s *Syncer) serveWebhook(ctx context.Context) error {
 	return nil
 }
 
-// serveServiceAdmission answers one AdmissionReview.
-func (s *Syncer) serveServiceAdmission(w http.ResponseWriter, r *http.Request) {
+// serveAdmission answers one AdmissionReview with admit.
+func serveAdmission(admit func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { serveReview(w, r, admit) }
+}
+
+func serveReview(w http.ResponseWriter, r *http.Request, admit func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
 		return
@@ -242,7 +248,7 @@ func (s *Syncer) serveServiceAdmission(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
 		return
 	}
-	resp := s.admitService(r.Context(), review.Request)
+	resp := admit(r.Context(), review.Request)
 	resp.UID = review.Request.UID
 	review.Request, review.Response = nil, resp
 	w.Header().Set("Content-Type", "application/json")
@@ -370,30 +376,17 @@ func (s *Syncer) allocateClusterIP(ctx context.Context, svc *corev1.Service) (st
 // untouched. default/kubernetes is excluded by a match condition, so the
 // tenant apiserver's own Service never waits for the syncer.
 func (s *Syncer) webhookConfiguration() *admissionregistrationv1.MutatingWebhookConfiguration {
-	url := "https://" + s.o.Webhook.AdvertiseAddress + ServiceWebhookPath
-	scope := admissionregistrationv1.NamespacedScope
+	services := s.webhook(serviceWebhookName, ServiceWebhookPath, []admissionregistrationv1.RuleWithOperations{
+		rule(admissionregistrationv1.NamespacedScope, "", "services", admissionregistrationv1.Create),
+	}, []admissionregistrationv1.MatchCondition{{
+		Name:       "not-the-tenant-apiserver",
+		Expression: "!(request.namespace == 'default' && request.name == 'kubernetes')",
+	}})
+	// It creates host Services, but not for a dry run.
+	services.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun)
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName, Labels: map[string]string{"app.kubernetes.io/managed-by": names.ManagedByValue}},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         serviceWebhookName,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.webhookCA},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}, Scope: &scope},
-			}},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-			NamespaceSelector:       &metav1.LabelSelector{},
-			ObjectSelector:          &metav1.LabelSelector{},
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
-			TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
-			AdmissionReviewVersions: []string{"v1"},
-			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "not-the-tenant-apiserver",
-				Expression: "!(request.namespace == 'default' && request.name == 'kubernetes')",
-			}},
-		}},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{services, s.claimWebhook(), s.storageWebhook()},
 	}
 }
 

@@ -103,6 +103,9 @@ type Result struct {
 	// ConfigMaps and Secrets are the tenant objects (in the pod's
 	// namespace) the pod references, which must be synced before it runs.
 	ConfigMaps, Secrets []string
+	// Claims are the tenant PersistentVolumeClaims its volumes use (a
+	// generic ephemeral volume's included), whose host claims must exist.
+	Claims []string
 }
 
 // PodSecretName is the name of the host pod host's own Secret.
@@ -164,7 +167,7 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 		keyNamespace: []byte(tenant.Namespace),
 		keyUID:       []byte(tenant.UID),
 	}}
-	refs := &refs{ns: tenant.Namespace, podSecret: podSecret, result: r, maxEmptyDir: c.maxEmptyDirSize()}
+	refs := &refs{ns: tenant.Namespace, pod: tenant.Name, podSecret: podSecret, result: r, maxEmptyDir: c.maxEmptyDirSize()}
 
 	errs = append(errs, checkImages(ts.InitContainers, spec.Child("initContainers"))...)
 	errs = append(errs, checkImages(ts.Containers, spec.Child("containers"))...)
@@ -484,9 +487,9 @@ func linkEnv(s corev1.Service) []corev1.EnvVar {
 // refs rewrites what a pod references in its namespace to host names, and
 // collects what must be synced.
 type refs struct {
-	ns, podSecret string
-	result        *Result
-	errs          field.ErrorList
+	ns, pod, podSecret string
+	result             *Result
+	errs               field.ErrorList
 	// usesPodSecret: a volume projects from the pod's own Secret.
 	usesPodSecret bool
 	maxEmptyDir   resource.Quantity
@@ -502,6 +505,12 @@ func (r *refs) secret(name string) string {
 	return names.Host(r.ns, name)
 }
 
+// claim is the host claim of the tenant claim name.
+func (r *refs) claim(name string) string {
+	r.result.Claims = append(r.result.Claims, name)
+	return names.Host(r.ns, name)
+}
+
 func (r *refs) pullSecrets(in []corev1.LocalObjectReference) []corev1.LocalObjectReference {
 	var out []corev1.LocalObjectReference
 	for _, s := range in {
@@ -511,9 +520,11 @@ func (r *refs) pullSecrets(in []corev1.LocalObjectReference) []corev1.LocalObjec
 }
 
 // volumes allows emptyDir, configMap, secret, downwardAPI and projected
-// sources, the ones a pod's own namespace can back; anything that mounts
-// the node or claims storage is refused. An emptyDir always has a
-// sizeLimit, so the kubelet evicts a pod that fills it past the bound.
+// sources, the ones a pod's own namespace can back, and claims, which name
+// their host claims (a generic ephemeral volume is the claim the tenant's
+// controller made for it, named as upstream names it); anything that
+// mounts the node is refused. An emptyDir always has a sizeLimit, so the
+// kubelet evicts a pod that fills it past the bound.
 func (r *refs) volumes(in []corev1.Volume, p *field.Path) ([]corev1.Volume, field.ErrorList) {
 	var out []corev1.Volume
 	var errs field.ErrorList
@@ -546,8 +557,12 @@ func (r *refs) volumes(in []corev1.Volume, p *field.Path) ([]corev1.Volume, fiel
 			pv, perrs := r.projected(v.Name, src.Projected, vp.Child("projected"))
 			errs = append(errs, perrs...)
 			hv.Projected = pv
+		case src.PersistentVolumeClaim != nil:
+			hv.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: r.claim(src.PersistentVolumeClaim.ClaimName), ReadOnly: src.PersistentVolumeClaim.ReadOnly}
+		case src.Ephemeral != nil:
+			hv.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: r.claim(r.pod + "-" + v.Name)}
 		default:
-			errs = append(errs, field.Forbidden(vp, "only emptyDir, configMap, secret, downwardAPI and projected volumes run on the shared data plane"))
+			errs = append(errs, field.Forbidden(vp, "only emptyDir, configMap, secret, downwardAPI, projected, persistentVolumeClaim and ephemeral volumes run on the shared data plane"))
 			continue
 		}
 		out = append(out, hv)

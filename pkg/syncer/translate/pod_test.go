@@ -52,6 +52,7 @@ type golden struct {
 	Tokens     []Token           `json:"tokens,omitempty"`
 	ConfigMaps []string          `json:"configMaps,omitempty"`
 	Secrets    []string          `json:"secrets,omitempty"`
+	Claims     []string          `json:"claims,omitempty"`
 }
 
 func TestPodGolden(t *testing.T) {
@@ -71,7 +72,7 @@ func TestPodGolden(t *testing.T) {
 				g.Errors = append(g.Errors, e.Error())
 			}
 			if res != nil {
-				g.Pod, g.Tokens, g.ConfigMaps, g.Secrets = res.Pod, res.Tokens, res.ConfigMaps, res.Secrets
+				g.Pod, g.Tokens, g.ConfigMaps, g.Secrets, g.Claims = res.Pod, res.Tokens, res.ConfigMaps, res.Secrets, res.Claims
 				g.SecretData = map[string]string{}
 				for k, v := range res.SecretData {
 					g.SecretData[k] = string(v)

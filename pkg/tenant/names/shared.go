@@ -25,6 +25,15 @@ const (
 // kubelet API, admits this name only.
 const KubeletClientCommonName = "kube-apiserver-kubelet-client"
 
+// Tenant users capn issues certificates to whose writes the syncer's
+// storage webhook lets through: the syncer itself (bound to the tenant
+// ClusterRole capn:syncer, no group) and the tenant's
+// kube-controller-manager, whose PV controller finalizes the syncer's PVs.
+const (
+	SyncerUser            = "capn:syncer"
+	ControllerManagerUser = "system:kube-controller-manager"
+)
+
 // MaxGracePeriodSeconds bounds terminationGracePeriodSeconds, both in a
 // NestedCluster's podTemplates and, by default, in tenant pods: a host pod
 // may not hold a node's resources longer than the provider allows.

@@ -16,9 +16,9 @@ import (
 // QuotaResources are the resources spec.dataPlane.quota may name: those a
 // synced pod or Service consumes in the workload namespace, ephemeral
 // storage (the node's disk under emptyDirs, logs and writable layers)
-// included, and the NetworkPolicies the syncer translates. Anything else
-// (persistent storage, extended resources) is not synced, so a limit on
-// it would be a promise capn cannot keep.
+// included, the NetworkPolicies the syncer translates, and the claims and
+// storage of persistent volumes. Anything else (extended resources) is
+// not synced, so a limit on it would be a promise capn cannot keep.
 var QuotaResources = []corev1.ResourceName{
 	corev1.ResourcePods,
 	corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory,
@@ -26,6 +26,7 @@ var QuotaResources = []corev1.ResourceName{
 	corev1.ResourceRequestsEphemeralStorage, corev1.ResourceLimitsEphemeralStorage,
 	corev1.ResourceServices, corev1.ResourceConfigMaps, corev1.ResourceSecrets,
 	ResourceNetworkPolicies,
+	corev1.ResourceRequestsStorage, corev1.ResourcePersistentVolumeClaims,
 }
 
 // ResourceNetworkPolicies counts the workload namespace's NetworkPolicies:
