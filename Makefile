@@ -193,6 +193,16 @@ bench-dataplane: build tools images ## Shared data plane on a real node: DATAPLA
 bench-dataplane-smoke: ## bench-dataplane with 1 run of Deployment(3), 10 pods and 20 s windows, output under _output/bench-dataplane-smoke (small enough for CI; not in `make test`).
 	$(MAKE) bench-dataplane DATAPLANE_RUNS=1 DATAPLANE_REPLICAS=3 DATAPLANE_PODS=10 DATAPLANE_STEADY=20s DATAPLANE_OUT=$(OUT)/bench-dataplane-smoke
 
+STORAGE_RUNS ?= 3
+STORAGE_REPLICAS ?= 10
+STORAGE_OUT ?= $(OUT)/bench-storage
+
+.PHONY: bench-storage
+bench-storage: build tools images ## Tenant storage on a real node with the local provisioner: STORAGE_RUNS x StatefulSet(STORAGE_REPLICAS) with a claim each, create -> all Ready, tenant vs direct on the management cluster in one run; storage.csv into STORAGE_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_STORAGE=1 \
+	CAPN_BENCH_STORAGE_RUNS=$(STORAGE_RUNS) CAPN_BENCH_STORAGE_REPLICAS=$(STORAGE_REPLICAS) CAPN_BENCH_OUT=$(STORAGE_OUT) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkStorage$$' -benchtime 1x -timeout 1h -v ./test/e2e/
+
 LEAN_OUT ?= $(OUT)/bench-lean
 # How long every tenant idles before RSS and CPU are read.
 LEAN_SETTLE ?= 2m

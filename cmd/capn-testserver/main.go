@@ -3,7 +3,7 @@
 // ConfigMap volume, its Secret-backed env var and its projected
 // service-account token (via a SelfSubjectReview) all reached it.
 //
-//	capn-testserver serve [--addr=:8080] [--file=PATH] [--env=NAME] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm]
+//	capn-testserver serve [--addr=:8080] [--file=PATH] [--env=NAME] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm] [--write-once=VALUE]
 //	capn-testserver get URL [--timeout=60s] [--out=PATH]
 //	capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
 //	capn-testserver cat FILE|-
@@ -45,7 +45,7 @@ const whoamiTimeout = 5 * time.Second
 const retryInterval = time.Second
 
 const usage = `usage:
-  capn-testserver serve [--addr=:8080] [--file=/config/message] [--env=GREETING] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm]
+  capn-testserver serve [--addr=:8080] [--file=/config/message] [--env=GREETING] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm] [--write-once=VALUE]
   capn-testserver get URL [--timeout=60s] [--out=PATH]
   capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
   capn-testserver cat FILE|-
@@ -95,12 +95,19 @@ func serveMain(args []string) int {
 	flags.StringVar(&cfg.tokenFile, "token-file", "/var/run/secrets/kubernetes.io/serviceaccount/token", "bearer token for the SelfSubjectReview, re-read on every request")
 	flags.StringVar(&cfg.caFile, "ca-file", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "CA bundle of the apiserver")
 	ignoreTerm := flags.Bool("ignore-sigterm", false, "keep serving on SIGTERM, as a workload that needs its whole grace period (only SIGKILL stops it)")
+	writeOnce := flags.String("write-once", "", "write this to --file before serving unless the file exists: a volume keeps the first pod's value")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
 	if flags.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "serve: unexpected arguments %q\n%s", flags.Args(), usage)
 		return 2
+	}
+	if *writeOnce != "" {
+		if err := writeIfAbsent(cfg.file, *writeOnce); err != nil {
+			log.Print(err)
+			return 1
+		}
 	}
 
 	// A pod is stopped with SIGTERM; exiting promptly keeps deletions fast.
@@ -383,6 +390,23 @@ func lookup(ctx context.Context, r hostResolver, name string, nx bool, out io.Wr
 
 // catMain copies FILE, or stdin for "-", to stdout: what `kubectl exec`
 // runs in an image with no shell.
+// writeIfAbsent creates path with value, and leaves a file already there
+// as it is.
+func writeIfAbsent(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(value); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func catMain(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintf(os.Stderr, "cat: want one FILE or -\n%s", usage)

@@ -268,3 +268,12 @@ func TestLookup(t *testing.T) {
 	err = lookup(short2, &fakeResolver{answers: []error{nil}}, "example.com", true, &out)
 	require.ErrorContains(t, err, "want NXDOMAIN")
 }
+
+func TestWriteIfAbsentKeepsTheFirstValue(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "id")
+	require.NoError(t, writeIfAbsent(p, "db-0"))
+	require.NoError(t, writeIfAbsent(p, "db-0-replacement"))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, "db-0", string(b))
+}
