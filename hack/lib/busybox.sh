@@ -15,19 +15,25 @@
 
 # busybox_deb DEBS_DIR: prints the busybox-static .deb kept in DEBS_DIR,
 # first fetching the candidate apt knows (with its signature-checked index,
-# as apt-get download does) when none is there.
+# as apt-get download does) when none is there. A machine whose apt lists
+# were never fetched knows no candidate: then the lists are updated once.
 busybox_deb() {
-  local dir=$1 deb
+  local dir=$1 deb try
   mkdir -p "${dir}"
   deb=$(find "${dir}" -maxdepth 1 -name 'busybox-static_*_amd64.deb' | sort | tail -n1)
-  if [[ -z "${deb}" ]]; then
+  for try in download update-and-download; do
+    [[ -z "${deb}" ]] || break
+    if [[ "${try}" == update-and-download ]]; then
+      printf '%s\n' "busybox: no busybox-static candidate; apt-get update" >&2
+      apt-get update -qq >&2 || return 1
+    fi
     printf '%s\n' "downloading busybox-static with apt-get" >&2
     (cd "${dir}" && apt-get download busybox-static 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2) || true
     deb=$(find "${dir}" -maxdepth 1 -name 'busybox-static_*_amd64.deb' | sort | tail -n1)
-    if [[ -z "${deb}" ]]; then
-      printf '%s\n' "busybox: apt-get download busybox-static left no .deb in ${dir} (run apt-get update first?)" >&2
-      return 1
-    fi
+  done
+  if [[ -z "${deb}" ]]; then
+    printf '%s\n' "busybox: apt-get download busybox-static left no .deb in ${dir}" >&2
+    return 1
   fi
   printf '%s\n' "${deb}"
 }
