@@ -31,7 +31,7 @@ install-plugin: build ## Install the kubectl-nested plugin into PREFIX/bin (defa
 	install -D -m 0755 $(BIN)/kubectl-nested "$${PREFIX:-/usr/local}/bin/kubectl-nested"
 
 .PHONY: images
-images: build ## Build container images (capn, pause, etcd, CoreDNS, and the tenant components of every supported version) into _output/images.tar.
+images: build ## Build container images (capn, pause, etcd, CoreDNS, the local cluster's storage provisioner and its busybox helper, and the tenant components of every supported version) into _output/images.tar.
 	hack/build-images.sh
 
 .PHONY: tools
@@ -61,7 +61,7 @@ deps: ## Install the Debian packages the local cluster needs (containerd, runc, 
 	hack/install-deps.sh
 
 .PHONY: run
-run: deps build images tools ## Start a local management cluster (control plane + real node) with capn deployed, in the background; `make down` stops it.
+run: deps build images tools ## Start a local management cluster (control plane + real node, a default StorageClass) with capn deployed, in the background; `make down` stops it.
 	$(CLUSTER_ENV) hack/dev-up.sh
 
 .PHONY: down
@@ -239,6 +239,7 @@ verify: ## Codegen drift, go mod tidy drift, go vet, gofmt, CoreDNS plugin order
 	cd hack/tools/k8s-1.36 && GOWORK=off go mod tidy -diff
 	cd hack/tools/kwok && GOWORK=off go mod tidy -diff
 	cd hack/tools/kube-router && GOWORK=off go mod tidy -diff
+	cd hack/tools/local-path-provisioner && GOWORK=off go mod tidy -diff
 # -trimpath and CGO_ENABLED=0 as hack/build-tools.sh builds it, so vet and
 # the test reuse its compiled packages instead of compiling CoreDNS's
 # dependencies again. The test checks the plugin order against upstream.

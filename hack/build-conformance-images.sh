@@ -21,7 +21,8 @@
 # Output: ${OUT:-_output}/conformance-images.tar, rebuilt only when one of
 # its inputs changed (stamp file next to it). Import into a node with:
 #   ctr -n k8s.io images import _output/conformance-images.tar
-# The busybox-static .deb is kept under ${CAPN_CACHE:-~/.cache/capn}/debs/.
+# The busybox-static .deb is kept under ${CAPN_CACHE:-~/.cache/capn}/debs/;
+# hack/lib/busybox.sh makes the file systems, as for hack/build-images.sh.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -33,6 +34,8 @@ export GOWORK=off CGO_ENABLED=0
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "build-conformance-images: $*"; exit 1; }
+# shellcheck source=lib/busybox.sh
+source "${ROOT}/hack/lib/busybox.sh"
 
 mkdir -p "${OUT}/bin" "${CACHE}/debs"
 
@@ -55,22 +58,14 @@ agnhost_says=$("${AGNHOST_BIN}" --version)
 [[ "${agnhost_says}" == *" version ${agnhost_version}" ]] ||
   die "${AGNHOST_BIN} --version says '${agnhost_says}', not ${agnhost_version}"
 
-# busybox-static: the cached .deb, else the candidate apt knows (fetched with
-# its signature-checked index, as apt-get download does).
-deb=$(find "${CACHE}/debs" -maxdepth 1 -name 'busybox-static_*_amd64.deb' | sort | tail -n1)
-if [[ -z "${deb}" ]]; then
-  log "downloading busybox-static with apt-get"
-  (cd "${CACHE}/debs" && apt-get download busybox-static 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2)
-  deb=$(find "${CACHE}/debs" -maxdepth 1 -name 'busybox-static_*_amd64.deb' | sort | tail -n1)
-  [[ -n "${deb}" ]] || die "apt-get download busybox-static left no .deb in ${CACHE}/debs"
-fi
-BUSYBOX_DEB_VERSION=$(dpkg-deb -f "${deb}" Version)
+deb=$(busybox_deb "${CACHE}/debs")
+BUSYBOX_DEB_VERSION=$(busybox_deb_version "${deb}")
 
 TAR="${OUT}/conformance-images.tar"
 STAMP="${OUT}/.conformance-images.stamp"
 want=$({
   printf '%s\n' "${REFS[@]}"
-  sha256sum "${BASH_SOURCE[0]}" "${AGNHOST_BIN}" "${deb}" "${OUT}/bin/images" "${AGNHOST_SRC}/porter/localhost.crt" "${AGNHOST_SRC}/porter/localhost.key" | cut -d' ' -f1
+  sha256sum "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/busybox.sh" "${AGNHOST_BIN}" "${deb}" "${OUT}/bin/images" "${AGNHOST_SRC}/porter/localhost.crt" "${AGNHOST_SRC}/porter/localhost.key" | cut -d' ' -f1
 } | sha256sum | cut -d' ' -f1)
 if [[ -f "${TAR}" && "$(cat "${STAMP}" 2>/dev/null)" == "${want}" ]]; then
   log "up to date: ${TAR}"
@@ -80,78 +75,13 @@ fi
 
 WORK=$(mktemp -d "${OUT}/conformance-images.XXXXXX")
 trap 'rm -rf "${WORK}"' EXIT
-dpkg-deb -x "${deb}" "${WORK}/deb"
-BUSYBOX="${WORK}/deb/bin/busybox"
-[[ -x "${BUSYBOX}" ]] || die "${deb} has no bin/busybox"
-
-# passwd_group DIR: the users and groups of the official busybox image
-# (buildroot's skeleton), which is what the suite's busybox image is.
-passwd_group() {
-  mkdir -p "$1/etc"
-  cat >"$1/etc/passwd" <<'EOF'
-root:x:0:0:root:/root:/bin/sh
-daemon:x:1:1:daemon:/usr/sbin:/bin/false
-bin:x:2:2:bin:/bin:/bin/false
-sys:x:3:3:sys:/dev:/bin/false
-sync:x:4:100:sync:/bin:/bin/sync
-mail:x:8:8:mail:/var/spool/mail:/bin/false
-www-data:x:33:33:www-data:/var/www:/bin/false
-operator:x:37:37:Operator:/var:/bin/false
-nobody:x:65534:65534:nobody:/home:/bin/false
-EOF
-  cat >"$1/etc/group" <<'EOF'
-root:x:0:
-daemon:x:1:
-bin:x:2:
-sys:x:3:
-adm:x:4:
-tty:x:5:
-disk:x:6:
-lp:x:7:
-mail:x:8:
-kmem:x:9:
-wheel:x:10:root
-cdrom:x:11:
-dialout:x:18:
-floppy:x:19:
-video:x:28:
-audio:x:29:
-tape:x:32:
-www-data:x:33:
-operator:x:37:
-utmp:x:43:
-plugdev:x:46:
-staff:x:50:
-netdev:x:82:
-users:x:100:
-nogroup:x:65534:
-EOF
-}
-
-# base_dirs DIR: the directories every image here has.
-base_dirs() {
-  mkdir -p "$1"/{bin,etc,home,root,tmp,usr/bin,usr/sbin,sbin,var/spool/mail,var/www}
-  chmod 1777 "$1/tmp"
-  chmod 700 "$1/root"
-}
-
-mapfile -t APPLETS < <("${BUSYBOX}" --list)
+BUSYBOX=$(busybox_extract "${deb}" "${WORK}/deb")
 mapfile -t APPLETS_FULL < <("${BUSYBOX}" --list-full)
-((${#APPLETS[@]} > 100)) || die "${BUSYBOX} --list printed only ${#APPLETS[@]} applets"
 
 # busybox: like the official busybox image the suite's is (FROM busybox, see
-# test/images/busybox): the binary and every applet in /bin, sh as command.
+# test/images/busybox).
 B="${WORK}/busybox"
-base_dirs "${B}/rootfs"
-passwd_group "${B}/rootfs"
-install -m 0755 "${BUSYBOX}" "${B}/rootfs/bin/busybox"
-for a in "${APPLETS[@]}"; do
-  # linuxrc is an initramfs init, not a command.
-  [[ "${a}" == busybox || "${a}" == linuxrc ]] || ln -s busybox "${B}/rootfs/bin/${a}"
-done
-cat >"${B}/config.json" <<'EOF'
-{"Cmd": ["sh"], "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}
-EOF
+busybox_image_dir "${BUSYBOX}" "${B}"
 
 # agnhost: the layout of test/images/agnhost/Dockerfile (/agnhost, the
 # /agnhost-2 link, /uploads, porter's /localhost.{crt,key}, the
@@ -164,8 +94,8 @@ EOF
 # left out rather than standing in for a different program.
 SUPERSEDED=" nc nslookup ip tc "
 A="${WORK}/agnhost"
-base_dirs "${A}/rootfs"
-passwd_group "${A}/rootfs"
+busybox_base_dirs "${A}/rootfs"
+busybox_passwd_group "${A}/rootfs"
 echo 'user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh' >>"${A}/rootfs/etc/passwd"
 printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' >>"${A}/rootfs/etc/group"
 mkdir -p "${A}/rootfs/home/user-defined-in-image" "${A}/rootfs/uploads"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs capn-apiserver, capn-syncer, capn-testserver (for the data-plane e2e), pause,
-# CoreDNS (for the tenant DNS addon) and the pinned Kubernetes/etcd binaries
+# CoreDNS (for the tenant DNS addon), the pinned Kubernetes/etcd binaries and
+# the local cluster's storage provisioner with its helper (docs/storage.md)
 # into container images (docker-archive tarball), named as the provisioner
 # and the deploy manifests expect.
 # Output: ${OUT:-_output}/images.tar. Import into a node with:
@@ -11,17 +12,28 @@
 # pkg/versions.Supported), so every version the API accepts runs on a local
 # node and an upgrade can be tried there. Each release's binaries come from
 # the version-keyed cache of hack/build-tools.sh and are built only once.
+#
+# The storage provisioner is upstream's local-path-provisioner, so its image
+# has upstream's name (docker.io/rancher/local-path-provisioner:<version>).
+# Its helper pods need a shell: capn.dev/busybox:<tag> is Debian's
+# busybox-static (hack/lib/busybox.sh; the .deb is kept under
+# ${CAPN_CACHE:-~/.cache/capn}/debs/), named by capn because it is Debian's
+# build, not an upstream busybox release. test/framework.DeployStorage finds
+# that tag on the node.
 set -euo pipefail
 shopt -s inherit_errexit
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-${ROOT}/_output}
+CACHE="${CAPN_CACHE:-${HOME}/.cache/capn}"
 export GOWORK=off CGO_ENABLED=0
 mkdir -p "${OUT}/bin"
+# shellcheck source=lib/busybox.sh
+source "${ROOT}/hack/lib/busybox.sh"
 
 mapfile -t RELEASES < <(cd "${ROOT}" && go run ./hack/versions)
 ((${#RELEASES[@]})) || { echo "build-images: hack/versions printed no release" >&2; exit 1; }
-"${ROOT}/hack/build-tools.sh" etcd coredns >/dev/null
+"${ROOT}/hack/build-tools.sh" etcd coredns local-path-provisioner >/dev/null
 path() { "${ROOT}/hack/build-tools.sh" --print-path "$1"; }
 ETCD_BIN=$(path etcd)
 ETCD_VERSION=$(basename "$(dirname "${ETCD_BIN}")")
@@ -30,6 +42,14 @@ ETCD_VERSION=$(basename "$(dirname "${ETCD_BIN}")")
 # which its test checks.
 COREDNS_BIN=$(path coredns)
 COREDNS_VERSION=$(basename "$(dirname "${COREDNS_BIN}")")
+LOCAL_PATH_BIN=$(path local-path-provisioner)
+LOCAL_PATH_VERSION=$(basename "$(dirname "${LOCAL_PATH_BIN}")")
+
+WORK=$(mktemp -d "${OUT}/images.XXXXXX")
+trap 'rm -rf "${WORK}"' EXIT
+BUSYBOX_DEB=$(busybox_deb "${CACHE}/debs")
+BUSYBOX_TAG=$(busybox_image_tag "${BUSYBOX_DEB}")
+busybox_image_dir "$(busybox_extract "${BUSYBOX_DEB}" "${WORK}/deb")" "${WORK}/busybox"
 
 (cd "${ROOT}/hack/tools/images" && go build -trimpath -o "${OUT}/bin/images" . && go build -trimpath -ldflags '-s -w' -o "${OUT}/bin/pause" ./pause)
 [[ -x "${OUT}/bin/capn-apiserver" && -x "${OUT}/bin/capn-syncer" && -x "${OUT}/bin/capn-testserver" ]] || make -C "${ROOT}" build
@@ -41,6 +61,8 @@ refs=(
   "registry.k8s.io/pause:3.10=${OUT}/bin/pause"
   "registry.k8s.io/etcd:${ETCD_VERSION#v}-0=${ETCD_BIN}"
   "registry.k8s.io/coredns/coredns:${COREDNS_VERSION}=${COREDNS_BIN}"
+  "docker.io/rancher/local-path-provisioner:${LOCAL_PATH_VERSION}=${LOCAL_PATH_BIN}"
+  "capn.dev/busybox:${BUSYBOX_TAG}=${WORK}/busybox"
 )
 for release in "${RELEASES[@]}"; do
   "${ROOT}/hack/build-tools.sh" --k8s-version "${release}" kube-apiserver kube-controller-manager kube-scheduler >/dev/null

@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Builds pinned, version-stamped, static binaries of the Kubernetes control
-# plane, kubectl, etcd, kwok, CoreDNS, the NetworkPolicy engine and the
-# upstream conformance suite (e2e.test, ginkgo, agnhost) from the Go modules
+# plane, kubectl, etcd, kwok, CoreDNS, the NetworkPolicy engine, the local
+# cluster's storage provisioner and the upstream conformance suite (e2e.test, ginkgo, agnhost) from the Go modules
 # under hack/tools/, into a cache keyed by version:
 #
 #   ${CAPN_CACHE:-$HOME/.cache/capn}/bin/<version>/<name>
@@ -41,6 +41,10 @@
 #                          go.mod); keyed by the CoreDNS version.
 #   hack/tools/kube-router/ github.com/cloudnativelabs/kube-router/v2, the
 #                          local node's NetworkPolicy engine (see its go.mod).
+#   hack/tools/local-path-provisioner/ github.com/rancher/local-path-provisioner,
+#                          the local cluster's dynamic storage provisioner
+#                          (docs/storage.md), stamped with its version as
+#                          upstream's scripts/build does.
 #   hack/tools/conformance/ k8s.io/kubernetes v1.37.2 again, for the upstream
 #                          e2e suite only: e2e.test (`go test -c
 #                          k8s.io/kubernetes/test/e2e`), ginkgo (the version
@@ -76,7 +80,7 @@ CACHE="${CAPN_CACHE:-${HOME}/.cache/capn}"
 BIN_ROOT="${CACHE}/bin"
 
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-DEFAULT_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns kube-router)
+DEFAULT_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns kube-router local-path-provisioner)
 # The conformance suite: minutes of extra build, wanted only by the targets
 # that run it, so not part of the default set.
 CONFORMANCE_TOOLS=(e2e.test ginkgo agnhost)
@@ -133,6 +137,7 @@ tool_module() {
     kwok) printf '%s\n' "${TOOLS_DIR}/kwok" ;;
     coredns) printf '%s\n' "${TOOLS_DIR}/coredns" ;;
     kube-router) printf '%s\n' "${TOOLS_DIR}/kube-router" ;;
+    local-path-provisioner) printf '%s\n' "${TOOLS_DIR}/local-path-provisioner" ;;
     e2e.test|ginkgo|agnhost) printf '%s\n' "${TOOLS_DIR}/conformance" ;;
     *) die "unknown tool '$1' (known: ${ALL_TOOLS[*]})" ;;
   esac
@@ -146,6 +151,7 @@ tool_package() {
     # Our own main (the plugin selection) is the module's root package.
     coredns) printf '%s\n' . ;;
     kube-router) printf '%s\n' github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
+    local-path-provisioner) printf '%s\n' github.com/rancher/local-path-provisioner ;;
     # A test package: built with `go test -c` (see build_group).
     e2e.test) printf '%s\n' k8s.io/kubernetes/test/e2e ;;
     ginkgo) printf '%s\n' github.com/onsi/ginkgo/v2/ginkgo ;;
@@ -163,6 +169,7 @@ tool_version() {
     kwok) mod_version "${dir}" sigs.k8s.io/kwok ;;
     coredns) mod_version "${dir}" github.com/coredns/coredns ;;
     kube-router) mod_version "${dir}" github.com/cloudnativelabs/kube-router/v2 ;;
+    local-path-provisioner) mod_version "${dir}" github.com/rancher/local-path-provisioner ;;
     ginkgo) mod_version "${dir}" github.com/onsi/ginkgo/v2 ;;
     *) mod_version "${dir}" k8s.io/kubernetes ;;
   esac
@@ -212,13 +219,19 @@ agnhost_version() {
 
 # tool_flags NAME BASEFLAGS...: NAME's go flags, from its module's
 # build_flags. agnhost additionally gets main.Version, which upstream's
-# test/images/agnhost/Makefile sets and `agnhost --version` prints.
+# test/images/agnhost/Makefile sets and `agnhost --version` prints;
+# local-path-provisioner gets main.VERSION, which upstream's scripts/build
+# sets to the release tag (it is the only binary of its module, so this
+# does not split a shared build).
 tool_flags() {
   local name=$1; shift
   local f
   for f in "$@"; do
     if [[ "${name}" == agnhost && "${f}" == -ldflags=* ]]; then
       f+=" -X main.Version=$(agnhost_version)"
+    fi
+    if [[ "${name}" == local-path-provisioner && "${f}" == -ldflags=* ]]; then
+      f+=" -X main.VERSION=$(tool_version local-path-provisioner)"
     fi
     printf '%s\n' "${f}"
   done

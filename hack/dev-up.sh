@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts a local management cluster with capn deployed (hack/devcluster,
+# Starts a local management cluster with a default StorageClass
+# (docs/storage.md) and capn deployed (hack/devcluster,
 # detached), waits until it is ready and tells how to use it. It runs until
 # hack/dev-down.sh. Binaries come from the same variables as `make test-e2e`:
 # KUBECTL KUBE_APISERVER KUBE_CONTROLLER_MANAGER KUBE_SCHEDULER ETCD KUBELET
@@ -50,7 +51,7 @@ until [[ -f ${STATE_DIR}/ready ]]; do
 done
 
 cat <<MSG
-devcluster ready in $((SECONDS - begin))s: control plane + node $(sed -n 's/^node=//p' "${STATE_DIR}/ready") + capn-apiserver (pid ${pid}).
+devcluster ready in $((SECONDS - begin))s: control plane + node $(sed -n 's/^node=//p' "${STATE_DIR}/ready") + default StorageClass local-path + capn-apiserver (pid ${pid}).
 
   export KUBECONFIG=${STATE_DIR}/admin.kubeconfig
   kubectl create -f artifacts/examples/nestedcluster.yaml

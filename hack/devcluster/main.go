@@ -1,7 +1,9 @@
 // Command devcluster runs a local management cluster for development: the
 // e2e framework's control plane (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler), one real node (containerd, kubelet, kube-proxy) and
-// capn-apiserver deployed onto it from artifacts/deploy/overlays/dev. It
+// kube-scheduler), one real node (containerd, kubelet, kube-proxy), a
+// dynamic storage provisioner with the default StorageClass
+// (artifacts/deploy/local-path-storage, docs/storage.md) and capn-apiserver
+// deployed onto it from artifacts/deploy/overlays/dev. It
 // writes <state-dir>/admin.kubeconfig and <state-dir>/ready, then runs until
 // SIGTERM or SIGINT and tears everything down as the e2e tests do.
 //
@@ -115,6 +117,8 @@ func run(t *runner, repoRoot string, bins map[string]*string) {
 	// StartNode removed the nodes of launchers killed with SIGKILL.
 	removeStaleRunDirs(t)
 	admin := framework.Kubectl{Bin: *bins["KUBECTL"], Kubeconfig: c.AdminKubeconfig}
+	// Before capn, so that the cluster offers storage as soon as it does.
+	framework.DeployStorage(t, c, node, admin, root)
 	framework.DeployCapn(t, c, node, admin, root)
 
 	kubeconfig := filepath.Join(t.stateDir, "admin.kubeconfig")

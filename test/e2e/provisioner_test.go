@@ -47,6 +47,7 @@ func TestProvisionerOnNode(t *testing.T) {
 	}
 	node := c.StartNode(t, nodeOpts)
 	admin := framework.Kubectl{Bin: kubectl, Kubeconfig: c.AdminKubeconfig}
+	framework.DeployStorage(t, c, node, admin, repoFile(t, ""))
 	// The default args: the provisioner is on unless --provisioner=none.
 	// A short orphan grace period, so the tenant-boundary check sees the
 	// sweep delete what a break-glass finalizer removal left behind, and a
