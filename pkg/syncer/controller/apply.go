@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -31,6 +32,19 @@ type owned[T any] struct {
 	equal func(cur, want T) bool
 	// merge returns a copy of cur with want's allow-listed fields.
 	merge func(cur, want T) T
+}
+
+// ownedField is the allow-list of a kind whose one field (what get
+// points at) is the syncer's: a status, a webhook list, the labels.
+func ownedField[T interface{ DeepCopy() T }, F any](get func(T) *F) owned[T] {
+	return owned[T]{
+		equal: func(cur, want T) bool { return equality.Semantic.DeepEqual(*get(cur), *get(want)) },
+		merge: func(cur, want T) T {
+			upd := cur.DeepCopy()
+			*get(upd) = *get(want)
+			return upd
+		},
+	}
 }
 
 // applied is what applyIfChanged did.

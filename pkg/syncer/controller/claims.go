@@ -274,16 +274,7 @@ func (k *claimKind) syncClaimStatus(ctx context.Context, tenant, host *corev1.Pe
 	return err
 }
 
-var claimStatusFields = owned[*corev1.PersistentVolumeClaim]{
-	equal: func(cur, want *corev1.PersistentVolumeClaim) bool {
-		return equality.Semantic.DeepEqual(cur.Status, want.Status)
-	},
-	merge: func(cur, want *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
-		upd := cur.DeepCopy()
-		upd.Status = want.Status
-		return upd
-	},
-}
+var claimStatusFields = ownedField(func(c *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaimStatus { return &c.Status })
 
 // claimStatusWriter adapts a claim client's status subresource to writer.
 type claimStatusWriter struct {

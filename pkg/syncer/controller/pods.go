@@ -9,7 +9,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -184,14 +183,7 @@ func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *core
 }
 
 // podLabelFields: a host pod's labels are all the syncer's.
-var podLabelFields = owned[*corev1.Pod]{
-	equal: func(cur, want *corev1.Pod) bool { return maps.Equal(cur.Labels, want.Labels) },
-	merge: func(cur, want *corev1.Pod) *corev1.Pod {
-		upd := cur.DeepCopy()
-		upd.Labels = want.Labels
-		return upd
-	},
-}
+var podLabelFields = ownedField(func(p *corev1.Pod) *map[string]string { return &p.Labels })
 
 // legacySelectors reports whether a host Service still selects by a
 // tenant key as it is (written before finding 8's fix).
@@ -382,14 +374,7 @@ func (s *Syncer) upSync(ctx context.Context, tenant, host *corev1.Pod) error {
 }
 
 // podStatusFields: the status, all of it the host's.
-var podStatusFields = owned[*corev1.Pod]{
-	equal: func(cur, want *corev1.Pod) bool { return equality.Semantic.DeepEqual(want.Status, cur.Status) },
-	merge: func(cur, want *corev1.Pod) *corev1.Pod {
-		upd := cur.DeepCopy()
-		upd.Status = want.Status
-		return upd
-	},
-}
+var podStatusFields = ownedField(func(p *corev1.Pod) *corev1.PodStatus { return &p.Status })
 
 // statusWriter updates a pod's status subresource. It never creates:
 // upSync has a tenant pod.

@@ -23,7 +23,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -435,16 +434,9 @@ func (k *webhookKind) start(ctx context.Context) error {
 }
 
 // webhookFields: the webhooks; the metadata is the tenant admin's to add to.
-var webhookFields = owned[*admissionregistrationv1.MutatingWebhookConfiguration]{
-	equal: func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) bool {
-		return equality.Semantic.DeepEqual(cur.Webhooks, want.Webhooks)
-	},
-	merge: func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) *admissionregistrationv1.MutatingWebhookConfiguration {
-		upd := cur.DeepCopy()
-		upd.Webhooks = want.Webhooks
-		return upd
-	},
-}
+var webhookFields = ownedField(func(c *admissionregistrationv1.MutatingWebhookConfiguration) *[]admissionregistrationv1.MutatingWebhook {
+	return &c.Webhooks
+})
 
 func (k *webhookKind) sync(ctx context.Context, _ string) error {
 	cur, err := cached(k.tenantWebhooks.Get(WebhookConfigurationName))

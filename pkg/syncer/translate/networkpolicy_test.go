@@ -38,19 +38,10 @@ type policyGolden struct {
 }
 
 func TestNetworkPolicyGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/networkpolicy/*")
-	require.NoError(t, err)
-	require.NotEmpty(t, dirs)
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			in, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
-			require.NoError(t, err)
-			var tenant networkingv1.NetworkPolicy
-			require.NoError(t, yaml.UnmarshalStrict(in, &tenant))
-			host, notes := NetworkPolicy(&tenant, policyContext())
-			assertGolden(t, dir, policyGolden{Notes: notes, Policy: host})
-		})
-	}
+	eachGolden(t, "networkpolicy", func(t *testing.T, tenant *networkingv1.NetworkPolicy) any {
+		host, notes := NetworkPolicy(tenant, policyContext())
+		return policyGolden{Notes: notes, Policy: host}
+	})
 }
 
 // The translation's promise, checked against the labels PodLabels

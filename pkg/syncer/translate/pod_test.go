@@ -56,29 +56,38 @@ type golden struct {
 }
 
 func TestPodGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/pod/*")
+	eachGolden(t, "pod", func(t *testing.T, tenant *corev1.Pod) any {
+		var g golden
+		res, errs := Pod(tenant, goldenContext())
+		for _, e := range errs {
+			g.Errors = append(g.Errors, e.Error())
+		}
+		if res != nil {
+			g.Pod, g.Tokens, g.ConfigMaps, g.Secrets, g.Claims = res.Pod, res.Tokens, res.ConfigMaps, res.Secrets, res.Claims
+			g.SecretData = map[string]string{}
+			for k, v := range res.SecretData {
+				g.SecretData[k] = string(v)
+			}
+		}
+		return g
+	})
+}
+
+// eachGolden runs a subtest per case directory under testdata/kind: its
+// input.yaml decoded (strictly) into a new In, and what run returns
+// compared, as YAML, with its output.yaml.
+func eachGolden[In any](t *testing.T, kind string, run func(t *testing.T, in *In) any) {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join("testdata", kind, "*"))
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			in, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
+			b, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
 			require.NoError(t, err)
-			var tenant corev1.Pod
-			require.NoError(t, yaml.UnmarshalStrict(in, &tenant))
-
-			var g golden
-			res, errs := Pod(&tenant, goldenContext())
-			for _, e := range errs {
-				g.Errors = append(g.Errors, e.Error())
-			}
-			if res != nil {
-				g.Pod, g.Tokens, g.ConfigMaps, g.Secrets, g.Claims = res.Pod, res.Tokens, res.ConfigMaps, res.Secrets, res.Claims
-				g.SecretData = map[string]string{}
-				for k, v := range res.SecretData {
-					g.SecretData[k] = string(v)
-				}
-			}
-			assertGolden(t, dir, g)
+			in := new(In)
+			require.NoError(t, yaml.UnmarshalStrict(b, in))
+			assertGolden(t, dir, run(t, in))
 		})
 	}
 }

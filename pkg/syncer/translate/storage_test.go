@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 )
 
 // storageInput is a storage case's input.yaml: a tenant claim, and the
@@ -33,29 +30,20 @@ type storageGolden struct {
 }
 
 func TestStorageGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/storage/*")
-	require.NoError(t, err)
-	require.NotEmpty(t, dirs)
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			in, err := os.ReadFile(filepath.Join(dir, "input.yaml"))
-			require.NoError(t, err)
-			var c storageInput
-			require.NoError(t, yaml.UnmarshalStrict(in, &c))
-			var g storageGolden
-			hc, errs := HostClaim(&c.Tenant, StorageContext{WorkloadNamespace: "capn-w-tenant", Classes: c.Classes, SelectedNode: c.SelectedNode})
-			for _, e := range errs {
-				g.Errors = append(g.Errors, e.Error())
-			}
-			g.HostClaim = hc
-			if c.Host != nil {
-				g.TenantPV = TenantPV(&c.Tenant, c.Host, "rancher.io/local-path", c.Node)
-				st := ClaimStatus(&c.Tenant, c.Host)
-				g.Status = &st
-			}
-			assertGolden(t, dir, g)
-		})
-	}
+	eachGolden(t, "storage", func(t *testing.T, c *storageInput) any {
+		var g storageGolden
+		hc, errs := HostClaim(&c.Tenant, StorageContext{WorkloadNamespace: "capn-w-tenant", Classes: c.Classes, SelectedNode: c.SelectedNode})
+		for _, e := range errs {
+			g.Errors = append(g.Errors, e.Error())
+		}
+		g.HostClaim = hc
+		if c.Host != nil {
+			g.TenantPV = TenantPV(&c.Tenant, c.Host, "rancher.io/local-path", c.Node)
+			st := ClaimStatus(&c.Tenant, c.Host)
+			g.Status = &st
+		}
+		return g
+	})
 }
 
 // A claim is refused whole: no host claim comes with any error.
