@@ -47,7 +47,7 @@ func TestProvisionerOnNode(t *testing.T) {
 	}
 	node := c.StartNode(t, nodeOpts)
 	admin := framework.Kubectl{Bin: kubectl, Kubeconfig: c.AdminKubeconfig}
-	framework.DeployStorage(t, c, node, admin, repoFile(t, ""))
+	storage := framework.DeployStorage(t, c, node, admin, repoFile(t, ""))
 	// The default args: the provisioner is on unless --provisioner=none.
 	// A short orphan grace period, so the tenant-boundary check sees the
 	// sweep delete what a break-glass finalizer removal left behind, and a
@@ -233,6 +233,19 @@ func TestProvisionerOnNode(t *testing.T) {
 		}
 		return len(left) == 0, strings.Join(left, ", ")
 	})
+	// Issue 32: a tenant is released only once its volumes are gone, data
+	// and all (mem kept a StatefulSet's two claims to the end).
+	pvs := admin.MustRun(t, "", "get", "pv", "-o", `jsonpath={range .items[*]}{.metadata.name}:{.spec.claimRef.namespace} {end}`)
+	for _, pv := range strings.Fields(pvs) {
+		for _, ns := range onNode {
+			if strings.HasSuffix(pv, ":"+ns) {
+				t.Errorf("volume %s of a deleted cluster left", pv)
+			}
+		}
+	}
+	if left := storage.VolumeDirsOf(onNode...); len(left) > 0 {
+		t.Errorf("volume directories of a deleted cluster left on the node: %v", left)
+	}
 	if out := admin.MustRun(t, "", "get", "namespaces", "-l", provisioner.ManagedByLabel+"="+provisioner.ManagedByValue, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("capn namespaces left after every NestedCluster was deleted: %s", out)
 	}

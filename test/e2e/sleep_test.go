@@ -62,6 +62,8 @@ func testSleepWake(t *testing.T, admin, k framework.Kubectl, node *framework.Nod
 	woke := nested(4*time.Minute, "wake", name, "--wait", "--timeout=3m")
 	assert.Equal(t, "yes", tk.MustRun(t, "", "get", "configmap", "before-sleep", "-n", "default", "-o", "jsonpath={.data.kept}"),
 		"the data written before the sleep")
+	// testTenantStorage left a StatefulSet with a volume per pod.
+	checkStoredData(t, tk, "after the wake")
 	var webAfter []string
 	framework.Eventually(t, 3*time.Minute, "app/web runs again after the wake, on new pods", func() (bool, string) {
 		webAfter = strings.Fields(webPods())
