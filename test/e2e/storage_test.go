@@ -156,6 +156,19 @@ spec:
 		r := admin.Run("", "get", "pvc", "-n", tn.workloads, names.Host(storageNS, "data-db-0"), "-o", "jsonpath={.spec.resources.requests.storage}")
 		return r.Err == nil && r.Stdout == "2Gi", r.Stdout + r.Stderr
 	})
+	// The tenant's expand controller leaves the volume to an external
+	// resizer (the syncer) instead of writing the PV's capacity itself.
+	framework.Eventually(t, time.Minute, "the tenant expand controller waiting for the syncer", func() (bool, string) {
+		r := tk.Run("", "get", "events", "-n", storageNS, "--field-selector", "involvedObject.name=data-db-0,reason=ExternalExpanding", "-o", "name")
+		return r.Err == nil && strings.TrimSpace(r.Stdout) != "", r.Stdout + r.Stderr
+	})
+	failed := tk.MustRun(t, "", "get", "events", "-n", storageNS, "--field-selector", "involvedObject.name=data-db-0,reason=VolumeResizeFailed", "-o", "name")
+	assert.Empty(t, failed, "no resize of the tenant PV by the tenant's controllers")
+	hostCap := admin.MustRun(t, "", "get", "pv", admin.MustRun(t, "", "get", "pvc", "-n", tn.workloads, names.Host(storageNS, "data-db-0"), "-o", "jsonpath={.spec.volumeName}"),
+		"-o", "jsonpath={.spec.capacity.storage}")
+	tenantCap := tk.MustRun(t, "", "get", "pv", tk.MustRun(t, "", "get", "pvc", "-n", storageNS, "data-db-0", "-o", "jsonpath={.spec.volumeName}"),
+		"-o", "jsonpath={.spec.capacity.storage}")
+	assert.Equal(t, hostCap, tenantCap, "the tenant PV's capacity is the host volume's")
 
 	// A claim that is deleted takes its host claim and both PVs.
 	tk.MustRun(t, claim("scratch", ""), "create", "-f", "-")

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"strconv"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -95,8 +96,18 @@ func (s *Syncer) storageWebhook() admissionregistrationv1.MutatingWebhook {
 		rule(admissionregistrationv1.ClusterScope, "storage.k8s.io", "storageclasses", ops...),
 	}, []admissionregistrationv1.MatchCondition{{
 		Name:       "not-the-syncer-or-the-pv-controller",
-		Expression: fmt.Sprintf("!(request.userInfo.username in [%q, %q])", names.SyncerUser, names.ControllerManagerUser),
+		Expression: storageWriters(),
 	}})
+}
+
+// storageWriters is the CEL that leaves the syncer's and the PV
+// controllers' writes alone.
+func storageWriters() string {
+	users := make([]string, 0, 1+len(names.PVControllerUsers))
+	for _, u := range append([]string{names.SyncerUser}, names.PVControllerUsers...) {
+		users = append(users, strconv.Quote(u))
+	}
+	return "!(request.userInfo.username in [" + strings.Join(users, ", ") + "])"
 }
 
 func rule(scope admissionregistrationv1.ScopeType, group, resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.RuleWithOperations {

@@ -94,7 +94,9 @@ func TestStorageWebhookSkipsOnlyTheSyncerAndKCM(t *testing.T) {
 	storage := hooks[2]
 	assert.Equal(t, storageWebhookName, storage.Name)
 	require.Len(t, storage.MatchConditions, 1)
-	assert.Equal(t, `!(request.userInfo.username in ["`+names.SyncerUser+`", "`+names.ControllerManagerUser+`"])`, storage.MatchConditions[0].Expression)
+	assert.Equal(t, `!(request.userInfo.username in ["capn:syncer", "system:kube-controller-manager", `+
+		`"system:serviceaccount:kube-system:persistent-volume-binder", "system:serviceaccount:kube-system:pv-protection-controller"])`,
+		storage.MatchConditions[0].Expression, "pv-protection must be able to drop its finalizer from a deleted PV")
 	assert.Equal(t, "https://10.0.0.1:10271"+StorageWebhookPath, *storage.ClientConfig.URL)
 	assert.Empty(t, hooks[1].MatchConditions, "every claim create is checked, the controllers' too")
 }

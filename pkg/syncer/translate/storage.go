@@ -40,10 +40,14 @@ const (
 	AnnDefaultStorageClass = "storageclass.kubernetes.io/is-default-class"
 )
 
-// TenantVolumeDriver is the source of every tenant PV: a FlexVolume driver
-// no node has, so nothing in the tenant (which runs no kubelet of its own
-// for virtual Nodes) tries to attach or mount it, and the PV names no
-// host path.
+// TenantVolumeDriver is the source of every tenant PV: a CSI driver no
+// node has, so nothing in the tenant (which runs no kubelet of its own for
+// virtual Nodes, and whose virtual Nodes leave attach to no controller)
+// attaches or mounts it, and the PV names no host path. CSI, not
+// FlexVolume: the tenant's expand controller treats a FlexVolume as
+// resizable by the kubelet and writes the PV's capacity itself, while it
+// leaves a CSI volume to an external resizer, here the syncer, which
+// copies the host's.
 const TenantVolumeDriver = "capn.dev/management-volume"
 
 // TenantPVName is the tenant PV of the claim with UID uid, named as
@@ -182,7 +186,9 @@ func TenantPV(t, host *corev1.PersistentVolumeClaim, provisioner string, node *c
 				Kind: "PersistentVolumeClaim", APIVersion: "v1",
 				Namespace: t.Namespace, Name: t.Name, UID: t.UID,
 			},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{FlexVolume: &corev1.FlexPersistentVolumeSource{Driver: TenantVolumeDriver}},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: TenantVolumeDriver, VolumeHandle: TenantPVName(string(t.UID)),
+			}},
 		},
 	}
 	if len(pv.Spec.AccessModes) == 0 {
@@ -199,10 +205,15 @@ func TenantPV(t, host *corev1.PersistentVolumeClaim, provisioner string, node *c
 
 // ClaimStatus is the tenant claim's status with what only the host knows:
 // its conditions (resizing, pending file-system resize) and what was
-// allocated. Phase, capacity and access modes are the tenant PV
-// controller's, from the tenant PV.
+// allocated, and, once the tenant PV controller has bound the claim, its
+// capacity: the PV controller sets that only when it binds, and a resize
+// grows it later, as an external resizer would. Phase and access modes are
+// the tenant PV controller's.
 func ClaimStatus(t, host *corev1.PersistentVolumeClaim) corev1.PersistentVolumeClaimStatus {
 	st := *t.Status.DeepCopy()
+	if q, ok := host.Status.Capacity[corev1.ResourceStorage]; ok && t.Status.Phase == corev1.ClaimBound && host.Status.Phase == corev1.ClaimBound {
+		st.Capacity = corev1.ResourceList{corev1.ResourceStorage: q.DeepCopy()}
+	}
 	st.Conditions = nil
 	for _, c := range host.Status.Conditions {
 		st.Conditions = append(st.Conditions, *c.DeepCopy())

@@ -28,11 +28,23 @@ const KubeletClientCommonName = "kube-apiserver-kubelet-client"
 // Tenant users capn issues certificates to whose writes the syncer's
 // storage webhook lets through: the syncer itself (bound to the tenant
 // ClusterRole capn:syncer, no group) and the tenant's
-// kube-controller-manager, whose PV controller finalizes the syncer's PVs.
+// kube-controller-manager, whose PV controllers bind and finalize the
+// syncer's PVs.
 const (
 	SyncerUser            = "capn:syncer"
 	ControllerManagerUser = "system:kube-controller-manager"
 )
+
+// PVControllerUsers are the tenant kube-controller-manager's identities
+// that write PVs: its own, and, as it runs with
+// --use-service-account-credentials, the ServiceAccounts of the PV binder
+// (bind annotations) and of pv-protection (which removes its finalizer
+// once a deleted PV is released).
+var PVControllerUsers = []string{
+	ControllerManagerUser,
+	"system:serviceaccount:kube-system:persistent-volume-binder",
+	"system:serviceaccount:kube-system:pv-protection-controller",
+}
 
 // MaxGracePeriodSeconds bounds terminationGracePeriodSeconds, both in a
 // NestedCluster's podTemplates and, by default, in tenant pods: a host pod
