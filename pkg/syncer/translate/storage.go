@@ -48,7 +48,7 @@ const (
 // resizable by the kubelet and writes the PV's capacity itself, while it
 // leaves a CSI volume to an external resizer, here the syncer, which
 // copies the host's.
-const TenantVolumeDriver = "capn.dev/management-volume"
+const TenantVolumeDriver = "management-volume.capn.dev"
 
 // TenantPVName is the tenant PV of the claim with UID uid, named as
 // dynamic provisioning names one.

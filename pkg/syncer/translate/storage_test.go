@@ -9,8 +9,15 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 )
+
+// The apiserver refuses a CSI driver name that is not a DNS subdomain, so
+// no tenant PV could be written.
+func TestTenantVolumeDriverIsADNSSubdomain(t *testing.T) {
+	assert.Empty(t, validation.IsDNS1123Subdomain(TenantVolumeDriver))
+}
 
 // storageInput is a storage case's input.yaml: a tenant claim, and the
 // host claim as the host holds it (nil: not made yet) with its node.
