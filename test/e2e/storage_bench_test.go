@@ -102,8 +102,11 @@ func BenchmarkStorage(b *testing.B) {
 	}
 }
 
+// storageBenchImage is what the benchmark's pods run.
+const storageBenchImage = "capn.dev/capn-testserver:dev"
+
 // statefulSetToReady creates namespace ns and a StatefulSet of replicas
-// pause pods with a claim each (podManagementPolicy Parallel, so the
+// test-server pods with a claim each (podManagementPolicy Parallel, so the
 // number is the data plane's and the provisioner's, not the ordered
 // roll's), returns the time from its create to every pod Ready as the
 // StatefulSet reports it, then deletes namespace and waits until its
@@ -124,9 +127,12 @@ func statefulSetToReady(b *testing.B, ctx context.Context, c kubernetes.Interfac
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					Containers: []corev1.Container{{Name: "c", Image: dpPauseImage, ImagePullPolicy: corev1.PullIfNotPresent,
+					// The test server, which the dev overlay lists as cached:
+					// a tenant pulls every other image, and nothing is
+					// reachable to pull from.
+					Containers: []corev1.Container{{Name: "c", Image: storageBenchImage, Args: []string{"serve"}, ImagePullPolicy: corev1.PullIfNotPresent,
 						VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-						Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}},
+						Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}}}},
 				},
 			},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
