@@ -178,7 +178,14 @@ func statefulSetToReady(b *testing.B, ctx context.Context, c kubernetes.Interfac
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(pvs.Items) == 0, fmt.Sprintf("%d PVs left", len(pvs.Items))
+		// The namespace's: the management cluster has capn's own.
+		left := 0
+		for _, pv := range pvs.Items {
+			if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns {
+				left++
+			}
+		}
+		return left == 0, fmt.Sprintf("%d PVs left", left)
 	})
 	return took
 }
