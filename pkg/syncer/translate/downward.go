@@ -85,19 +85,35 @@ func formatMap(m map[string]string) string {
 	return b.String()
 }
 
+// annotationPath is the field path of the host annotation a.
+func annotationPath(a string) string { return "metadata.annotations['" + a + "']" }
+
 // DownwardAnnotations are the host pod annotations of tenant: one for each
-// field of its labels or annotations that its downward-API volumes read,
-// with the tenant's current value. A pod's volumes cannot change, so the
-// set of keys is fixed for its life; the values follow the tenant's edits.
+// field of its labels or annotations that its downward-API volumes or its
+// containers' env read, with the tenant's current value. A pod's volumes
+// and env cannot change, so the set of keys is fixed for its life; the
+// values follow the tenant's edits.
 func DownwardAnnotations(tenant *corev1.Pod) map[string]string {
 	out := map[string]string{}
+	read := func(f *corev1.ObjectFieldSelector) {
+		if f == nil {
+			return
+		}
+		if a, ok := downwardAnnotation(f.FieldPath); ok {
+			out[a] = downwardValue(f.FieldPath, tenant)
+		}
+	}
 	add := func(items []corev1.DownwardAPIVolumeFile) {
 		for _, it := range items {
-			if it.FieldRef == nil {
-				continue
-			}
-			if a, ok := downwardAnnotation(it.FieldRef.FieldPath); ok {
-				out[a] = downwardValue(it.FieldRef.FieldPath, tenant)
+			read(it.FieldRef)
+		}
+	}
+	for _, cs := range [][]corev1.Container{tenant.Spec.InitContainers, tenant.Spec.Containers} {
+		for _, c := range cs {
+			for _, e := range c.Env {
+				if e.ValueFrom != nil {
+					read(e.ValueFrom.FieldRef)
+				}
 			}
 		}
 	}

@@ -609,7 +609,7 @@ func (r *refs) downwardAPI(items []corev1.DownwardAPIVolumeFile) []corev1.Volume
 		d := *it.DeepCopy()
 		if d.FieldRef != nil {
 			if a, ok := downwardAnnotation(d.FieldRef.FieldPath); ok {
-				d.FieldRef.FieldPath = "metadata.annotations['" + a + "']"
+				d.FieldRef.FieldPath = annotationPath(a)
 			}
 		}
 		down = append(down, d)
@@ -696,6 +696,10 @@ func (r *refs) containers(in []corev1.Container, p *corev1.Pod) []corev1.Contain
 				case vf.FieldRef != nil:
 					if v, ok := literalField(vf.FieldRef, p); ok {
 						he.Value, he.ValueFrom = v, nil
+					} else if a, ok := downwardAnnotation(vf.FieldRef.FieldPath); ok {
+						// Read at each container start, as the kubelet
+						// reads the tenant's: a restart sees an edit.
+						vf.FieldRef.FieldPath = annotationPath(a)
 					}
 				case vf.ConfigMapKeyRef != nil:
 					vf.ConfigMapKeyRef.Name = r.configMap(vf.ConfigMapKeyRef.Name)
@@ -752,7 +756,7 @@ func dropNetRaw(cs []corev1.Container) {
 }
 
 // literalField is the tenant value of a downward-API env field that
-// differs on the host.
+// differs on the host and never changes.
 func literalField(f *corev1.ObjectFieldSelector, p *corev1.Pod) (string, bool) {
 	switch f.FieldPath {
 	case "metadata.name":
@@ -763,9 +767,6 @@ func literalField(f *corev1.ObjectFieldSelector, p *corev1.Pod) (string, bool) {
 		return string(p.UID), true
 	case "spec.serviceAccountName":
 		return p.Spec.ServiceAccountName, true
-	}
-	if _, ok := downwardAnnotation(f.FieldPath); ok {
-		return downwardValue(f.FieldPath, p), true
 	}
 	return "", false
 }
