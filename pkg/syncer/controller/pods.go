@@ -322,6 +322,9 @@ func (k *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 	if ferr != nil {
 		return k.failTenantPod(ctx, tenant, ReasonSyncRefused, refusal(field.ErrorList{ferr}))
 	}
+	// Before the copies are confirmed: the collector must not take one
+	// between this check and the host pod's appearance in its cache.
+	k.markUsed(tenant.Namespace, res)
 	missing, err := k.syncReferences(ctx, tenant.Namespace, res)
 	if err != nil {
 		return err

@@ -111,6 +111,10 @@ type Syncer struct {
 	// webhookCA is the Service webhook's CA certificate (PEM).
 	webhookCA []byte
 
+	// justUsed are the host copies and pod Secrets that pod creates have
+	// just relied on, which the collector leaves alone (gcKind).
+	justUsed recentUses
+
 	// synced are the shared listers' caches.
 	synced []cache.InformerSynced
 	reg    *registrar
