@@ -137,6 +137,7 @@ const (
 	kindNetworkPolicies = "networkpolicies"
 	kindClaims          = "persistentvolumeclaims"
 	kindStorageClasses  = "storageclasses"
+	kindAPIEndpoints    = "apiserverendpoints"
 )
 
 // kinds are the syncer's kinds, one line each: a kind is added here.
@@ -155,6 +156,7 @@ func (s *Syncer) kinds() []kindSyncer {
 		&networkPolicyKind{Syncer: s},
 		&claimKind{Syncer: s},
 		&storageClassKind{Syncer: s},
+		&apiEndpointsKind{Syncer: s},
 	}
 }
 
