@@ -196,6 +196,7 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 	t.Run("cached images", func(t *testing.T) { testCachedImageRefused(t, admin, tenants[0]) })
 	t.Run("delete grace capped", func(t *testing.T) { testDeleteGraceCapped(t, admin, node, tenants[0]) })
 	t.Run("kubelet API", func(t *testing.T) { testKubeletAPI(t, admin, tenants[0]) })
+	t.Run("pod updates", func(t *testing.T) { testPodUpdates(t, tenants[0]) })
 	// mem keeps the StatefulSet for its sleep and wake (testSleepWake).
 	t.Run("storage", func(t *testing.T) { t.Logf("numbers: storage: %s", testTenantStorage(t, admin, tenants[1])) })
 

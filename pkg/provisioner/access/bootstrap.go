@@ -93,6 +93,12 @@ func TenantSyncerRules() []*rbacac.PolicyRuleApplyConfiguration {
 		// The Service webhook's configuration, which the leader points at
 		// itself: every verb but create by name (the informer watches
 		// with a metadata.name field selector), create as RBAC allows it.
+		// default/kubernetes's Endpoints and EndpointSlice, which the
+		// tenant apiserver does not write: by name, as the webhook's.
+		rule("", []string{"endpoints"}, "create"),
+		rule("", []string{"endpoints"}, append(read, "update", "patch")...).WithResourceNames(names.APIServerService),
+		rule("discovery.k8s.io", []string{"endpointslices"}, "create"),
+		rule("discovery.k8s.io", []string{"endpointslices"}, append(read, "update", "patch")...).WithResourceNames(names.APIServerService),
 		rule("admissionregistration.k8s.io", []string{"mutatingwebhookconfigurations"}, "create"),
 		rule("admissionregistration.k8s.io", []string{"mutatingwebhookconfigurations"}, append(read, "update", "patch")...).
 			WithResourceNames(v1alpha1.ComponentSyncer),

@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,7 +46,7 @@ func copiesSyncer(t *testing.T, configSize int) (k *podKind, tenant *corev1.Pod,
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testWorkloads, Name: names.Host("shop", "other"),
 		Labels: map[string]string{managedByLabel: names.ManagedByValue}}, Data: map[string]string{"k": strings.Repeat("y", 39)}}
 	tenantClient, hostClient = fake.NewClientset(tenant, config), fake.NewClientset(other)
-	k = &podKind{Syncer: &Syncer{
+	k = &podKind{Syncer: &Syncer{now: time.Now,
 		o: Options{WorkloadNamespace: testWorkloads, Tenant: tenantClient, Host: hostClient,
 			MaxCopiedBytes: resource.MustParse("100"),
 			Pod: translate.Context{WorkloadNamespace: testWorkloads, APIServerHost: "10.96.12.34", APIServerPort: 6443,

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,57 @@ const (
 // gcMinAge keeps the collector off copies made for a pod that is about to
 // be created: they are referenced only once it exists.
 const gcMinAge = time.Minute
+
+// recentUses are the host ConfigMaps and Secrets that pod creates relied
+// on, and when. The collector reads references from the host pod cache,
+// which shows a new pod only after its create: a copy that already
+// existed (an old one, or the pod's own Secret, which a StatefulSet pod's
+// replacement inherits by name) would look unreferenced and old enough in
+// between, and its deletion would leave the new pod failing to mount it.
+type recentUses struct {
+	mu sync.Mutex
+	at map[translate.CopyKey]time.Time
+}
+
+func (u *recentUses) mark(now time.Time, keys ...translate.CopyKey) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.at == nil {
+		u.at = map[translate.CopyKey]time.Time{}
+	}
+	for _, k := range keys {
+		u.at[k] = now
+	}
+}
+
+// recent reports whether k was used within gcMinAge of now, and forgets
+// the uses that are older.
+func (u *recentUses) recent(k translate.CopyKey, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for key, at := range u.at {
+		if now.Sub(at) > gcMinAge {
+			delete(u.at, key)
+		}
+	}
+	_, ok := u.at[k]
+	return ok
+}
+
+// markUsed records what the pod of res is about to reference.
+func (s *Syncer) markUsed(ns string, res *translate.Result) {
+	keys := make([]translate.CopyKey, 0, len(res.ConfigMaps)+len(res.Secrets)+1)
+	for _, n := range res.ConfigMaps {
+		keys = append(keys, translate.CopyKey{Name: names.Host(ns, n)})
+	}
+	for _, n := range res.Secrets {
+		keys = append(keys, translate.CopyKey{Secret: true, Name: names.Host(ns, n)})
+	}
+	if res.SecretName != "" {
+		keys = append(keys, translate.CopyKey{Secret: true, Name: res.SecretName})
+	}
+	s.justUsed.mark(s.now(), keys...)
+}
 
 // syncReferences creates or updates the host copies of the ConfigMaps and
 // Secrets res references in namespace ns, and names the ones the tenant
@@ -245,7 +297,7 @@ func (k *gcKind) collect(ctx context.Context) error {
 		if cms.Has(cm.Name) {
 			continue
 		}
-		if !old(cm) {
+		if !old(cm) || k.justUsed.recent(translate.CopyKey{Name: cm.Name}, k.now()) {
 			retry = true
 			continue
 		}
@@ -261,7 +313,7 @@ func (k *gcKind) collect(ctx context.Context) error {
 		if secrets.Has(sec.Name) {
 			continue
 		}
-		if !old(sec) {
+		if !old(sec) || k.justUsed.recent(translate.CopyKey{Secret: true, Name: sec.Name}, k.now()) {
 			retry = true
 			continue
 		}

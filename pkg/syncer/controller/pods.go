@@ -34,6 +34,9 @@ const (
 	// pod (deleted by hand, evicted, its node gone); the pod fails so its
 	// controller replaces it, as after an eviction.
 	ReasonHostPodDeleted = "HostPodDeleted"
+	// ReasonUpdateRefused: an update of a running pod (an image) that the
+	// shared data plane cannot apply; the pod runs on as it was.
+	ReasonUpdateRefused = "UpdateRefused"
 	// ReasonWaitingForReferences: a ConfigMap or Secret the pod names does
 	// not exist in the tenant yet.
 	ReasonWaitingForReferences = "WaitingForReferences"
@@ -139,7 +142,39 @@ func (k *podKind) sync(ctx context.Context, key string) error {
 	if err := k.syncLabels(ctx, key, tenant, host); err != nil {
 		return err
 	}
+	if err := k.syncSpec(ctx, tenant, host); err != nil {
+		return err
+	}
 	return k.upSync(ctx, tenant, host)
+}
+
+// syncSpec carries a tenant's update of a running pod (a new image, a
+// shorter activeDeadlineSeconds) to its host pod, and records the tenant
+// generation it was rendered from, which the tenant pod's
+// observedGeneration reports once the kubelet has seen it. It translates
+// only when the tenant's generation moved. An update today's rules refuse
+// leaves the host pod as it runs, with a Warning Event.
+func (k *podKind) syncSpec(ctx context.Context, tenant, host *corev1.Pod) error {
+	if g, ok := translate.RenderedGeneration(host); ok && g == tenant.Generation {
+		return nil
+	}
+	c, err := k.podContext(tenant)
+	if err != nil {
+		return err
+	}
+	res, errs := translate.Pod(tenant, c)
+	var upd *corev1.Pod
+	if len(errs) == 0 {
+		upd, errs = translate.SpecUpdate(host, res.Pod)
+	}
+	if len(errs) > 0 {
+		k.recorder.Eventf(tenant, corev1.EventTypeWarning, ReasonUpdateRefused, "the update is not applied to the running pod: %s", refusal(errs))
+		return nil
+	}
+	if _, err := k.o.Host.CoreV1().Pods(host.Namespace).Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("updating host pod %s: %w", host.Name, err)
+	}
+	return nil
 }
 
 // legacyLabelsRecheck is how soon a host pod that keeps its tenant
@@ -163,6 +198,7 @@ func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *core
 	}
 	want := host.DeepCopy()
 	want.Labels = translate.PodLabels(tenant, c)
+	want.Annotations = translate.WithDownwardAnnotations(host.Annotations, translate.DownwardAnnotations(tenant))
 	legacy, err := k.legacySelectors()
 	if err != nil {
 		return err
@@ -178,12 +214,24 @@ func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *core
 			k.q.AddAfter(key, legacyLabelsRecheck)
 		}
 	}
-	_, _, err = applyIfChanged(ctx, k.o.Host.CoreV1().Pods(k.o.WorkloadNamespace), host, want, podLabelFields)
+	_, _, err = applyIfChanged(ctx, k.o.Host.CoreV1().Pods(k.o.WorkloadNamespace), host, want, podMetadataFields)
 	return err
 }
 
-// podLabelFields: a host pod's labels are all the syncer's.
-var podLabelFields = ownedField(func(p *corev1.Pod) *map[string]string { return &p.Labels })
+// podMetadataFields: a host pod's labels are all the syncer's, and so are
+// its downward annotations (the tenant's labels and annotations its
+// downward-API volumes read), whose edits the kubelet writes to the files.
+var podMetadataFields = owned[*corev1.Pod]{
+	equal: func(cur, want *corev1.Pod) bool {
+		return maps.Equal(cur.Labels, want.Labels) && maps.Equal(cur.Annotations, translate.WithDownwardAnnotations(cur.Annotations, want.Annotations))
+	},
+	merge: func(cur, want *corev1.Pod) *corev1.Pod {
+		upd := cur.DeepCopy()
+		upd.Labels = want.Labels
+		upd.Annotations = translate.WithDownwardAnnotations(cur.Annotations, want.Annotations)
+		return upd
+	},
+}
 
 // legacySelectors reports whether a host Service still selects by a
 // tenant key as it is (written before finding 8's fix).
@@ -274,6 +322,9 @@ func (k *podKind) createHostPod(ctx context.Context, tenant *corev1.Pod) error {
 	if ferr != nil {
 		return k.failTenantPod(ctx, tenant, ReasonSyncRefused, refusal(field.ErrorList{ferr}))
 	}
+	// Before the copies are confirmed: the collector must not take one
+	// between this check and the host pod's appearance in its cache.
+	k.markUsed(tenant.Namespace, res)
 	missing, err := k.syncReferences(ctx, tenant.Namespace, res)
 	if err != nil {
 		return err

@@ -111,6 +111,10 @@ type Syncer struct {
 	// webhookCA is the Service webhook's CA certificate (PEM).
 	webhookCA []byte
 
+	// justUsed are the host copies and pod Secrets that pod creates have
+	// just relied on, which the collector leaves alone (gcKind).
+	justUsed recentUses
+
 	// synced are the shared listers' caches.
 	synced []cache.InformerSynced
 	reg    *registrar
@@ -133,6 +137,7 @@ const (
 	kindNetworkPolicies = "networkpolicies"
 	kindClaims          = "persistentvolumeclaims"
 	kindStorageClasses  = "storageclasses"
+	kindAPIEndpoints    = "apiserverendpoints"
 )
 
 // kinds are the syncer's kinds, one line each: a kind is added here.
@@ -151,6 +156,7 @@ func (s *Syncer) kinds() []kindSyncer {
 		&networkPolicyKind{Syncer: s},
 		&claimKind{Syncer: s},
 		&storageClassKind{Syncer: s},
+		&apiEndpointsKind{Syncer: s},
 	}
 }
 

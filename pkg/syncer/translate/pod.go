@@ -224,12 +224,19 @@ func Pod(tenant *corev1.Pod, c Context) (*Result, field.ErrorList) {
 	}
 	errs = append(errs, refs.errs...)
 
+	annotations := DownwardAnnotations(tenant)
+	if n := downwardBytes(annotations); n > MaxDownwardBytes {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata"), fmt.Sprintf(
+			"the labels and annotations the pod's downward-API volumes read total %d bytes; at most %d are carried to the shared data plane", n, MaxDownwardBytes)))
+	}
+	annotations[names.TenantNameAnnotation] = tenant.Name
+	annotations[TenantGenerationAnnotation] = strconv.FormatInt(tenant.Generation, 10)
 	hostPod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        host,
 			Namespace:   c.WorkloadNamespace,
 			Labels:      PodLabels(tenant, c),
-			Annotations: map[string]string{names.TenantNameAnnotation: tenant.Name},
+			Annotations: annotations,
 		},
 		Spec: hs,
 	}
@@ -588,7 +595,9 @@ func tenantField(f *corev1.ObjectFieldSelector) (string, bool) {
 }
 
 // downwardAPI splits items: the pod's tenant name, namespace and UID come
-// from the pod's Secret; labels, annotations and resources stay downward.
+// from the pod's Secret; its labels and annotations from the host pod's
+// downward annotations (DownwardAnnotations), which follow the tenant's
+// edits; resources and the rest stay downward.
 func (r *refs) downwardAPI(items []corev1.DownwardAPIVolumeFile) []corev1.VolumeProjection {
 	var fromSecret []corev1.KeyToPath
 	var down []corev1.DownwardAPIVolumeFile
@@ -597,7 +606,13 @@ func (r *refs) downwardAPI(items []corev1.DownwardAPIVolumeFile) []corev1.Volume
 			fromSecret = append(fromSecret, corev1.KeyToPath{Key: key, Path: it.Path, Mode: it.Mode})
 			continue
 		}
-		down = append(down, *it.DeepCopy())
+		d := *it.DeepCopy()
+		if d.FieldRef != nil {
+			if a, ok := downwardAnnotation(d.FieldRef.FieldPath); ok {
+				d.FieldRef.FieldPath = annotationPath(a)
+			}
+		}
+		down = append(down, d)
 	}
 	var out []corev1.VolumeProjection
 	if len(down) > 0 {
@@ -681,6 +696,10 @@ func (r *refs) containers(in []corev1.Container, p *corev1.Pod) []corev1.Contain
 				case vf.FieldRef != nil:
 					if v, ok := literalField(vf.FieldRef, p); ok {
 						he.Value, he.ValueFrom = v, nil
+					} else if a, ok := downwardAnnotation(vf.FieldRef.FieldPath); ok {
+						// Read at each container start, as the kubelet
+						// reads the tenant's: a restart sees an edit.
+						vf.FieldRef.FieldPath = annotationPath(a)
 					}
 				case vf.ConfigMapKeyRef != nil:
 					vf.ConfigMapKeyRef.Name = r.configMap(vf.ConfigMapKeyRef.Name)
@@ -737,7 +756,7 @@ func dropNetRaw(cs []corev1.Container) {
 }
 
 // literalField is the tenant value of a downward-API env field that
-// differs on the host.
+// differs on the host and never changes.
 func literalField(f *corev1.ObjectFieldSelector, p *corev1.Pod) (string, bool) {
 	switch f.FieldPath {
 	case "metadata.name":
@@ -748,15 +767,6 @@ func literalField(f *corev1.ObjectFieldSelector, p *corev1.Pod) (string, bool) {
 		return string(p.UID), true
 	case "spec.serviceAccountName":
 		return p.Spec.ServiceAccountName, true
-	}
-	if strings.HasPrefix(f.FieldPath, "metadata.labels[") || strings.HasPrefix(f.FieldPath, "metadata.annotations[") {
-		key := strings.TrimSuffix(strings.SplitN(f.FieldPath, "[", 2)[1], "]")
-		key = strings.Trim(key, `'"`)
-		m := p.Labels
-		if strings.HasPrefix(f.FieldPath, "metadata.annotations[") {
-			m = p.Annotations
-		}
-		return m[key], true
 	}
 	return "", false
 }

@@ -22,12 +22,12 @@ const ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
 // True.
 func Status(tenant, host *corev1.Pod) corev1.PodStatus {
 	out := *host.Status.DeepCopy()
-	// The tenant's own generation, not the host's. The QoS class is the
-	// tenant apiserver's, from the tenant spec, and immutable: the host
-	// pod's can differ (the workload namespace's LimitRange fills in
-	// requests), and writing it would make every up-sync invalid. The
-	// nominated node is the tenant scheduler's.
-	out.ObservedGeneration = tenant.Status.ObservedGeneration
+	// The tenant's generation the kubelet has seen, not the host's. The
+	// QoS class is the tenant apiserver's, from the tenant spec, and
+	// immutable: the host pod's can differ (the workload namespace's
+	// LimitRange fills in requests), and writing it would make every
+	// up-sync invalid. The nominated node is the tenant scheduler's.
+	out.ObservedGeneration = observedGeneration(tenant, host)
 	out.QOSClass = tenant.Status.QOSClass
 	out.NominatedNodeName = tenant.Status.NominatedNodeName
 	hidePullMessages(out.InitContainerStatuses, tenant)
@@ -43,6 +43,7 @@ func Status(tenant, host *corev1.Pod) corev1.PodStatus {
 	conds := make([]corev1.PodCondition, 0, len(host.Status.Conditions)+len(gates)+1)
 	for _, c := range host.Status.Conditions {
 		if !tenantOwned(c.Type) {
+			c.ObservedGeneration = conditionGeneration(c, host)
 			conds = append(conds, c)
 		}
 	}

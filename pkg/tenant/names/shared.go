@@ -62,3 +62,8 @@ const MaxEmptyDirSize = "1Gi"
 // for one tenant: each copy is the tenant's data in the management etcd,
 // which every tenant and the provider share.
 const MaxCopiedBytes = "64Mi"
+
+// APIServerService is the name of every cluster's own apiserver Service
+// (in namespace default), whose Endpoints the syncer writes for the
+// tenant, and which its RBAC names.
+const APIServerService = "kubernetes"
