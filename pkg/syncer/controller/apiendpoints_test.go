@@ -23,7 +23,7 @@ func TestAPIEndpointsMadeAndRestored(t *testing.T) {
 		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "192.0.2.1"}}}}}
 	tenant := fake.NewClientset(edited.DeepCopy())
 	k := &apiEndpointsKind{
-		Syncer: &Syncer{o: Options{Tenant: tenant, Pod: translate.Context{APIServerHost: "10.96.12.34", APIServerPort: 6443}}},
+		Syncer:    &Syncer{o: Options{Tenant: tenant, Pod: translate.Context{APIServerHost: "10.96.12.34", APIServerPort: 6443}}},
 		endpoints: corelisters.NewEndpointsLister(indexOf(t, edited)),
 		slices:    discoverylisters.NewEndpointSliceLister(indexOf(t)),
 	}
