@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -82,10 +81,7 @@ var endpointsFields = owned[*corev1.Endpoints]{
 	merge: func(cur, want *corev1.Endpoints) *corev1.Endpoints {
 		upd := cur.DeepCopy()
 		upd.Subsets = want.Subsets
-		if upd.Labels == nil {
-			upd.Labels = map[string]string{}
-		}
-		maps.Copy(upd.Labels, want.Labels)
+		upd.Labels = withEntries(upd.Labels, want.Labels)
 		return upd
 	},
 }
@@ -100,10 +96,7 @@ var sliceFields = owned[*discoveryv1.EndpointSlice]{
 	merge: func(cur, want *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 		upd := cur.DeepCopy()
 		upd.Endpoints, upd.Ports = want.Endpoints, want.Ports
-		if upd.Labels == nil {
-			upd.Labels = map[string]string{}
-		}
-		maps.Copy(upd.Labels, want.Labels)
+		upd.Labels = withEntries(upd.Labels, want.Labels)
 		return upd
 	},
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,16 @@ func ownedField[T interface{ DeepCopy() T }, F any](get func(T) *F) owned[T] {
 			return upd
 		},
 	}
+}
+
+// withEntries is m with add's entries set and its others kept: a merge
+// that owns some labels or annotations of an object, not all of them.
+func withEntries(m, add map[string]string) map[string]string {
+	if m == nil {
+		m = make(map[string]string, len(add))
+	}
+	maps.Copy(m, add)
+	return m
 }
 
 // applied is what applyIfChanged did.

@@ -164,10 +164,7 @@ var hostClaimFields = owned[*corev1.PersistentVolumeClaim]{
 	merge: func(cur, want *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
 		upd := cur.DeepCopy()
 		upd.Labels = want.Labels
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
-		maps.Copy(upd.Annotations, want.Annotations)
+		upd.Annotations = withEntries(upd.Annotations, want.Annotations)
 		if q, grow := translate.ClaimResize(want, cur); grow {
 			upd.Spec.Resources.Requests[corev1.ResourceStorage] = q
 		}
@@ -223,14 +220,8 @@ var tenantVolumeFields = owned[*corev1.PersistentVolume]{
 	merge: func(cur, want *corev1.PersistentVolume) *corev1.PersistentVolume {
 		upd := cur.DeepCopy()
 		upd.Spec.Capacity, upd.Spec.ClaimRef = want.Spec.Capacity, want.Spec.ClaimRef
-		if upd.Labels == nil {
-			upd.Labels = map[string]string{}
-		}
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
-		maps.Copy(upd.Labels, want.Labels)
-		maps.Copy(upd.Annotations, want.Annotations)
+		upd.Labels = withEntries(upd.Labels, want.Labels)
+		upd.Annotations = withEntries(upd.Annotations, want.Annotations)
 		return upd
 	},
 }
