@@ -43,7 +43,8 @@ func TestSyncLabelsCarriesTenantEditsToDownwardVolumes(t *testing.T) {
 		tenantPolicies:   networkinglisters.NewNetworkPolicyLister(indexOf(t)),
 	}, q: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	t.Cleanup(k.q.ShutDown)
-	require.NoError(t, k.syncLabels(context.Background(), "shop/web-0", tenant, host))
+	_, err := k.syncLabels(context.Background(), "shop/web-0", tenant, host)
+	require.NoError(t, err)
 
 	got, err := client.CoreV1().Pods(testWorkloads).Get(context.Background(), host.Name, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -139,7 +139,8 @@ func (k *podKind) sync(ctx context.Context, key string) error {
 	if err := k.refreshTokens(ctx, tenant, host); err != nil {
 		return err
 	}
-	if err := k.syncLabels(ctx, key, tenant, host); err != nil {
+	// The spec update writes the host pod as the labels' left it.
+	if host, err = k.syncLabels(ctx, key, tenant, host); err != nil {
 		return err
 	}
 	if err := k.syncSpec(ctx, tenant, host); err != nil {
@@ -191,17 +192,17 @@ const legacyLabelsRecheck = 5 * time.Second
 // host Service selects by the carried keys (serviceKind rewrites them),
 // the pod keeps its old keys beside the new ones, so no Service loses an
 // endpoint while the two move.
-func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *corev1.Pod) error {
+func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *corev1.Pod) (*corev1.Pod, error) {
 	c, err := k.labelContext(tenant, k.o.Pod)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	want := host.DeepCopy()
 	want.Labels = translate.PodLabels(tenant, c)
 	want.Annotations = translate.WithDownwardAnnotations(host.Annotations, translate.DownwardAnnotations(tenant))
 	legacy, err := k.legacySelectors()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if legacy {
 		kept := false
@@ -214,8 +215,8 @@ func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *core
 			k.q.AddAfter(key, legacyLabelsRecheck)
 		}
 	}
-	_, _, err = applyIfChanged(ctx, k.o.Host.CoreV1().Pods(k.o.WorkloadNamespace), host, want, podMetadataFields)
-	return err
+	got, _, err := applyIfChanged(ctx, k.o.Host.CoreV1().Pods(k.o.WorkloadNamespace), host, want, podMetadataFields)
+	return got, err
 }
 
 // podMetadataFields: a host pod's labels are all the syncer's, and so are
