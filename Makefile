@@ -40,7 +40,7 @@ tools: ## Build pinned kubectl, etcd, Kubernetes components, kube-router (the no
 	for v in $$(go run ./hack/versions); do hack/build-tools.sh --k8s-version $$v kube-apiserver kube-controller-manager kube-scheduler >/dev/null; done
 
 .PHONY: conformance-build
-conformance-build: ## Build the upstream e2e suite (e2e.test, ginkgo, agnhost) into the version-keyed cache and its agnhost and busybox images into _output/conformance-images.tar (docs/conformance-build.md).
+conformance-build: ## Build the upstream e2e suite (e2e.test, ginkgo, agnhost) into the version-keyed cache and its agnhost, busybox and pause images into _output/conformance-images.tar (docs/conformance-build.md).
 	hack/build-tools.sh e2e.test ginkgo agnhost >/dev/null
 	OUT=$(OUT) hack/build-conformance-images.sh >/dev/null
 

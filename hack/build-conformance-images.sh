@@ -11,6 +11,10 @@
 #             k8s.io/kubernetes (its VERSION file must equal the tag).
 #   busybox   registry.k8s.io/e2e-test-images/busybox:<tag>, from Debian's
 #             busybox-static package.
+#   pause     registry.k8s.io/pause:<tag>, upstream's build/pause/linux/
+#             pause.c from the same k8s.io/kubernetes, linked statically
+#             with gcc as its Makefile does (its TAG must equal the tag),
+#             laid out as its Dockerfile: /pause, user 65535.
 #
 # The names come from the suite's own test/utils/image package
 # (hack/tools/conformance/imagenames), so a KUBE_TEST_REPO_LIST file that
@@ -44,8 +48,8 @@ mkdir -p "${OUT}/bin" "${CACHE}/debs"
 AGNHOST_BIN=$("${ROOT}/hack/build-tools.sh" --print-path agnhost)
 (cd "${ROOT}/hack/tools/images" && go build -trimpath -buildvcs=false -o "${OUT}/bin/images" .)
 (cd "${CONF_DIR}" && go build -trimpath -buildvcs=false -o "${OUT}/bin/imagenames" ./imagenames)
-mapfile -t REFS < <("${OUT}/bin/imagenames" agnhost busybox)
-AGNHOST_REF=${REFS[0]} BUSYBOX_REF=${REFS[1]}
+mapfile -t REFS < <("${OUT}/bin/imagenames" agnhost busybox pause)
+AGNHOST_REF=${REFS[0]} BUSYBOX_REF=${REFS[1]} PAUSE_REF=${REFS[2]}
 
 # The agnhost source must be the release the tag names: the suite relies on
 # its subcommands and flags.
@@ -58,6 +62,18 @@ agnhost_says=$("${AGNHOST_BIN}" --version)
 [[ "${agnhost_says}" == *" version ${agnhost_version}" ]] ||
   die "${AGNHOST_BIN} --version says '${agnhost_says}', not ${agnhost_version}"
 
+# pause: upstream's C source and flags (build/pause/Makefile: -Os -Wall
+# -Werror -static), so the image holds the program the name promises.
+PAUSE_SRC="${K8S_SRC}/build/pause"
+pause_tag=$(sed -n 's/^TAG ?= //p' "${PAUSE_SRC}/Makefile")
+[[ "${PAUSE_REF##*:}" == "${pause_tag}" ]] ||
+  die "the suite expects ${PAUSE_REF} but build/pause/Makefile's TAG is ${pause_tag}"
+command -v gcc >/dev/null && [[ -f /usr/lib/x86_64-linux-gnu/libc.a ]] ||
+  die "pause needs gcc and a static libc (apt-get install gcc libc6-dev)"
+k8s_version=$(cd "${CONF_DIR}" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+gcc -Os -Wall -Werror -static -DVERSION="v${pause_tag}-k8s.io/kubernetes@${k8s_version}" \
+  -o "${OUT}/bin/pause-${pause_tag}" "${PAUSE_SRC}/linux/pause.c"
+
 deb=$(busybox_deb "${CACHE}/debs")
 BUSYBOX_DEB_VERSION=$(busybox_deb_version "${deb}")
 
@@ -65,7 +81,7 @@ TAR="${OUT}/conformance-images.tar"
 STAMP="${OUT}/.conformance-images.stamp"
 want=$({
   printf '%s\n' "${REFS[@]}"
-  sha256sum "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/busybox.sh" "${AGNHOST_BIN}" "${deb}" "${OUT}/bin/images" "${AGNHOST_SRC}/porter/localhost.crt" "${AGNHOST_SRC}/porter/localhost.key" | cut -d' ' -f1
+  sha256sum "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/busybox.sh" "${AGNHOST_BIN}" "${deb}" "${OUT}/bin/images" "${OUT}/bin/pause-${pause_tag}" "${AGNHOST_SRC}/porter/localhost.crt" "${AGNHOST_SRC}/porter/localhost.key" | cut -d' ' -f1
 } | sha256sum | cut -d' ' -f1)
 if [[ -f "${TAR}" && "$(cat "${STAMP}" 2>/dev/null)" == "${want}" ]]; then
   log "up to date: ${TAR}"
@@ -115,7 +131,12 @@ cat >"${A}/config.json" <<'EOF'
 {"Entrypoint": ["/agnhost"], "Cmd": ["pause"], "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}
 EOF
 
-log "agnhost ${agnhost_version} as ${AGNHOST_REF}; busybox ${BUSYBOX_DEB_VERSION} (Debian busybox-static) as ${BUSYBOX_REF}"
-"${OUT}/bin/images" --out "${TAR}" "${AGNHOST_REF}=${A}" "${BUSYBOX_REF}=${B}"
+P="${WORK}/pause"
+mkdir -p "${P}/rootfs"
+install -m 0755 "${OUT}/bin/pause-${pause_tag}" "${P}/rootfs/pause"
+echo '{"Entrypoint": ["/pause"], "User": "65535:65535"}' >"${P}/config.json"
+
+log "agnhost ${agnhost_version} as ${AGNHOST_REF}; busybox ${BUSYBOX_DEB_VERSION} (Debian busybox-static) as ${BUSYBOX_REF}; pause.c ${pause_tag} as ${PAUSE_REF}"
+"${OUT}/bin/images" --out "${TAR}" "${AGNHOST_REF}=${A}" "${BUSYBOX_REF}=${B}" "${PAUSE_REF}=${P}"
 printf '%s\n' "${want}" >"${STAMP}"
 echo "${TAR}"

@@ -40,7 +40,7 @@ ctr --address "${sock}" --namespace k8s.io images import _output/conformance-ima
 
 # The provider's side: tenant pods may run the suite's images from the
 # node's cache.
-images=$(cd hack/tools/conformance && GOWORK=off go run ./imagenames agnhost busybox | paste -sd, -)
+images=$(cd hack/tools/conformance && GOWORK=off go run ./imagenames agnhost busybox pause | paste -sd, -)
 cached="--tenant-cached-images=capn.dev/capn-testserver:dev,${images}"
 args=$("${kubectl}" -n capn-system get deployment capn-apiserver -o jsonpath='{.spec.template.spec.containers[0].args}')
 if [[ "${args}" != *"${cached}"* ]]; then

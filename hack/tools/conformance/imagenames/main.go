@@ -4,7 +4,7 @@
 // suite's own k8s.io/kubernetes/test/utils/image package, so they follow
 // KUBE_TEST_REPO_LIST (a registry remapping file) as e2e.test does.
 //
-//	imagenames agnhost busybox    one reference per argument, in order
+//	imagenames agnhost busybox pause    one reference per argument, in order
 package main
 
 import (
@@ -18,11 +18,12 @@ import (
 var images = map[string]imageutils.ImageID{
 	"agnhost": imageutils.Agnhost,
 	"busybox": imageutils.BusyBox,
+	"pause":   imageutils.Pause,
 }
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: imagenames NAME...  (NAME: agnhost, busybox)")
+		fmt.Fprintln(os.Stderr, "usage: imagenames NAME...  (NAME: agnhost, busybox, pause)")
 		os.Exit(2)
 	}
 	for _, n := range os.Args[1:] {
