@@ -199,7 +199,12 @@ func (k *podKind) syncLabels(ctx context.Context, key string, tenant, host *core
 	}
 	want := host.DeepCopy()
 	want.Labels = translate.PodLabels(tenant, c)
-	want.Annotations = translate.WithDownwardAnnotations(host.Annotations, translate.DownwardAnnotations(tenant))
+	if down := translate.DownwardAnnotations(tenant); translate.DownwardAnnotationsFit(down) {
+		want.Annotations = translate.WithDownwardAnnotations(host.Annotations, down)
+	} else {
+		k.recorder.Eventf(tenant, corev1.EventTypeWarning, ReasonUpdateRefused,
+			"the labels and annotations the pod's downward-API volumes and env read exceed %d bytes; the pod keeps their earlier values", translate.MaxDownwardBytes)
+	}
 	legacy, err := k.legacySelectors()
 	if err != nil {
 		return nil, err

@@ -132,6 +132,11 @@ func DownwardAnnotations(tenant *corev1.Pod) map[string]string {
 	return out
 }
 
+// DownwardAnnotationsFit reports whether a holds at most MaxDownwardBytes:
+// a tenant that grows its labels or annotations past the bound keeps the
+// values its pod already sees, rather than a host write that fails.
+func DownwardAnnotationsFit(a map[string]string) bool { return downwardBytes(a) <= MaxDownwardBytes }
+
 // downwardBytes is the size the apiserver counts for annotations.
 func downwardBytes(a map[string]string) int {
 	n := 0
