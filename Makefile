@@ -240,6 +240,7 @@ verify: ## Codegen drift, go mod tidy drift, go vet, gofmt, CoreDNS plugin order
 	cd hack/tools/kwok && GOWORK=off go mod tidy -diff
 	cd hack/tools/kube-router && GOWORK=off go mod tidy -diff
 	cd hack/tools/local-path-provisioner && GOWORK=off go mod tidy -diff
+	cd hack/tools/metrics-server && GOWORK=off go mod tidy -diff
 # -trimpath and CGO_ENABLED=0 as hack/build-tools.sh builds it, so vet and
 # the test reuse its compiled packages instead of compiling CoreDNS's
 # dependencies again. The test checks the plugin order against upstream.
