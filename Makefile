@@ -31,12 +31,12 @@ install-plugin: build ## Install the kubectl-nested plugin into PREFIX/bin (defa
 	install -D -m 0755 $(BIN)/kubectl-nested "$${PREFIX:-/usr/local}/bin/kubectl-nested"
 
 .PHONY: images
-images: build ## Build container images (capn, pause, etcd, CoreDNS, the local cluster's storage provisioner and its busybox helper, and the tenant components of every supported version) into _output/images.tar.
+images: build ## Build container images (capn, pause, etcd, CoreDNS, metrics-server, the local cluster's storage provisioner and its busybox helper, and the tenant components of every supported version) into _output/images.tar.
 	hack/build-images.sh
 
 .PHONY: tools
-tools: ## Build pinned kubectl, etcd, Kubernetes components, kube-router (the node's NetworkPolicy engine), kwok and CoreDNS into the version-keyed cache.
-	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router kwok coredns >/dev/null
+tools: ## Build pinned kubectl, etcd, Kubernetes components, kube-router (the node's NetworkPolicy engine), kwok, CoreDNS and metrics-server into the version-keyed cache.
+	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router kwok coredns metrics-server >/dev/null
 	for v in $$(go run ./hack/versions); do hack/build-tools.sh --k8s-version $$v kube-apiserver kube-controller-manager kube-scheduler >/dev/null; done
 
 .PHONY: conformance-build
@@ -240,6 +240,7 @@ verify: ## Codegen drift, go mod tidy drift, go vet, gofmt, CoreDNS plugin order
 	cd hack/tools/kwok && GOWORK=off go mod tidy -diff
 	cd hack/tools/kube-router && GOWORK=off go mod tidy -diff
 	cd hack/tools/local-path-provisioner && GOWORK=off go mod tidy -diff
+	cd hack/tools/metrics-server && GOWORK=off go mod tidy -diff
 # -trimpath and CGO_ENABLED=0 as hack/build-tools.sh builds it, so vet and
 # the test reuse its compiled packages instead of compiling CoreDNS's
 # dependencies again. The test checks the plugin order against upstream.

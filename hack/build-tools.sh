@@ -4,8 +4,9 @@
 #
 # Builds pinned, version-stamped, static binaries of the Kubernetes control
 # plane, kubectl, etcd, kwok, CoreDNS, the NetworkPolicy engine, the local
-# cluster's storage provisioner and the upstream conformance suite (e2e.test, ginkgo, agnhost) from the Go modules
-# under hack/tools/, into a cache keyed by version:
+# cluster's storage provisioner, metrics-server and the upstream conformance
+# suite (e2e.test, ginkgo, agnhost) from the Go modules under hack/tools/,
+# into a cache keyed by version:
 #
 #   ${CAPN_CACHE:-$HOME/.cache/capn}/bin/<version>/<name>
 #
@@ -45,6 +46,11 @@
 #                          the local cluster's dynamic storage provisioner
 #                          (docs/storage.md), stamped with its version as
 #                          upstream's scripts/build does.
+#   hack/tools/metrics-server/ sigs.k8s.io/metrics-server, the tenant metrics
+#                          addon's image (see its go.mod); stamped as
+#                          upstream's Makefile does (see tool_flags). Keyed by
+#                          its version, so it shares bin/v0.8.0/ with kwok
+#                          v0.8.0 (different names, different stamps).
 #   hack/tools/conformance/ k8s.io/kubernetes v1.37.2 again, for the upstream
 #                          e2e suite only: e2e.test (`go test -c
 #                          k8s.io/kubernetes/test/e2e`), ginkgo (the version
@@ -80,7 +86,7 @@ CACHE="${CAPN_CACHE:-${HOME}/.cache/capn}"
 BIN_ROOT="${CACHE}/bin"
 
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-DEFAULT_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns kube-router local-path-provisioner)
+DEFAULT_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns kube-router local-path-provisioner metrics-server)
 # The conformance suite: minutes of extra build, wanted only by the targets
 # that run it, so not part of the default set.
 CONFORMANCE_TOOLS=(e2e.test ginkgo agnhost)
@@ -138,6 +144,7 @@ tool_module() {
     coredns) printf '%s\n' "${TOOLS_DIR}/coredns" ;;
     kube-router) printf '%s\n' "${TOOLS_DIR}/kube-router" ;;
     local-path-provisioner) printf '%s\n' "${TOOLS_DIR}/local-path-provisioner" ;;
+    metrics-server) printf '%s\n' "${TOOLS_DIR}/metrics-server" ;;
     e2e.test|ginkgo|agnhost) printf '%s\n' "${TOOLS_DIR}/conformance" ;;
     *) die "unknown tool '$1' (known: ${ALL_TOOLS[*]})" ;;
   esac
@@ -152,6 +159,7 @@ tool_package() {
     coredns) printf '%s\n' . ;;
     kube-router) printf '%s\n' github.com/cloudnativelabs/kube-router/v2/cmd/kube-router ;;
     local-path-provisioner) printf '%s\n' github.com/rancher/local-path-provisioner ;;
+    metrics-server) printf '%s\n' sigs.k8s.io/metrics-server/cmd/metrics-server ;;
     # A test package: built with `go test -c` (see build_group).
     e2e.test) printf '%s\n' k8s.io/kubernetes/test/e2e ;;
     ginkgo) printf '%s\n' github.com/onsi/ginkgo/v2/ginkgo ;;
@@ -170,6 +178,7 @@ tool_version() {
     coredns) mod_version "${dir}" github.com/coredns/coredns ;;
     kube-router) mod_version "${dir}" github.com/cloudnativelabs/kube-router/v2 ;;
     local-path-provisioner) mod_version "${dir}" github.com/rancher/local-path-provisioner ;;
+    metrics-server) mod_version "${dir}" sigs.k8s.io/metrics-server ;;
     ginkgo) mod_version "${dir}" github.com/onsi/ginkgo/v2 ;;
     *) mod_version "${dir}" k8s.io/kubernetes ;;
   esac
@@ -217,12 +226,33 @@ agnhost_version() {
   tr -d '[:space:]' <"${dir}/test/images/agnhost/VERSION"
 }
 
+# metrics_server_ldflags: the version stamps of upstream's Makefile
+# (VERSION_LDFLAGS: k8s.io/client-go/pkg/version's gitVersion, gitCommit and
+# buildDate; `metrics-server --version` prints gitVersion). gitVersion is the
+# module version, as upstream's GIT_TAG is the release tag; buildDate is the
+# module's commit time, like the Kubernetes stamps, so the binary is
+# reproducible. gitCommit stays empty: the module proxy does not say which
+# commit the tag is. k8s.io/component-base/version is left alone, as upstream
+# leaves it: it is the Kubernetes library version (v0.33) the API server's
+# compatibility version is computed from, not metrics-server's. Upstream
+# links with -w only; the -s every binary here gets also drops the symbol
+# table, which changes nothing the program does.
+metrics_server_ldflags() {
+  local dir v date pkg=k8s.io/client-go/pkg/version
+  dir=$(tool_module metrics-server)
+  v=$(mod_version "${dir}" sigs.k8s.io/metrics-server)
+  date=$(cd "${dir}" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' sigs.k8s.io/metrics-server)
+  [[ -n "${date}" ]] || die "no commit time for sigs.k8s.io/metrics-server ${v} (go mod download in ${dir#"${ROOT}/"})"
+  printf '%s\n' "-X ${pkg}.gitVersion=${v} -X ${pkg}.buildDate=${date}"
+}
+
 # tool_flags NAME BASEFLAGS...: NAME's go flags, from its module's
 # build_flags. agnhost additionally gets main.Version, which upstream's
 # test/images/agnhost/Makefile sets and `agnhost --version` prints;
 # local-path-provisioner gets main.VERSION, which upstream's scripts/build
 # sets to the release tag (it is the only binary of its module, so this
-# does not split a shared build).
+# does not split a shared build); metrics-server gets its upstream
+# Makefile's version stamps.
 tool_flags() {
   local name=$1; shift
   local f
@@ -232,6 +262,9 @@ tool_flags() {
     fi
     if [[ "${name}" == local-path-provisioner && "${f}" == -ldflags=* ]]; then
       f+=" -X main.VERSION=$(tool_version local-path-provisioner)"
+    fi
+    if [[ "${name}" == metrics-server && "${f}" == -ldflags=* ]]; then
+      f+=" $(metrics_server_ldflags)"
     fi
     printf '%s\n' "${f}"
   done
