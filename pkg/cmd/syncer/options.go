@@ -51,6 +51,9 @@ const (
 	FlagDNSImage                  = "dns-image"
 	FlagDNSUpstreams              = "dns-upstreams"
 	FlagStorageClasses            = "storage-classes"
+	FlagMetricsAddon              = "metrics-addon"
+	FlagMetricsImage              = "metrics-image"
+	FlagKubeletMetricsBindAddress = "kubelet-metrics-bind-address"
 )
 
 // The ports capn runs capn-syncer with: the defaults of the bind
@@ -60,6 +63,11 @@ const (
 	HealthPort  = 10270
 	WebhookPort = 10271
 	KubeletPort = 10250
+	// KubeletMetricsPort serves only the virtual Nodes' resource metrics,
+	// to the tenant's metrics-server: a port of its own, so that tenant
+	// pods may reach it while the kubelet port (exec, logs) stays the
+	// tenant apiserver's alone.
+	KubeletMetricsPort = 10272
 )
 
 // Options are capn-syncer's flag values, as parsed: lists stay
@@ -97,6 +105,9 @@ type Options struct {
 	DNSImage                  string
 	DNSUpstreams              string
 	StorageClasses            string
+	MetricsAddon              bool
+	MetricsImage              string
+	KubeletMetricsBindAddress string
 }
 
 // AddFlags binds o to fs, with o's values as the defaults; see Defaults.
@@ -131,6 +142,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.DNSAddon, FlagDNSAddon, o.DNSAddon, "Keep the CoreDNS addon (kube-system/coredns behind the Service kube-dns) in the tenant and point host pods at it instead of --"+FlagTenantNameserver+"; false removes the addon the syncer made.")
 	fs.StringVar(&o.DNSImage, FlagDNSImage, o.DNSImage, "The CoreDNS image of the DNS addon.")
 	fs.StringVar(&o.StorageClasses, FlagStorageClasses, o.StorageClasses, "Comma-separated management StorageClasses tenant PersistentVolumeClaims may name; they appear read-only in the tenant. Empty: the management cluster's default class.")
+	fs.BoolVar(&o.MetricsAddon, FlagMetricsAddon, o.MetricsAddon, "Keep the metrics-server addon (kube-system/metrics-server behind the APIService v1beta1.metrics.k8s.io) in the tenant and serve the virtual Nodes' /metrics/resource to it on --"+FlagKubeletMetricsBindAddress+"; false removes the addon the syncer made.")
+	fs.StringVar(&o.MetricsImage, FlagMetricsImage, o.MetricsImage, "The metrics-server image of the metrics addon.")
+	fs.StringVar(&o.KubeletMetricsBindAddress, FlagKubeletMetricsBindAddress, o.KubeletMetricsBindAddress, "host:port of the HTTPS server for the virtual Nodes' resource metrics, served to the tenant's metrics-server (a bearer token the tenant apiserver authorizes for nodes/metrics) while --"+FlagMetricsAddon+" is on.")
 	fs.StringVar(&o.DNSUpstreams, FlagDNSUpstreams, o.DNSUpstreams, "Comma-separated resolver IPs the DNS addon forwards names outside the cluster to; empty answers them NXDOMAIN, so no query leaves the addon.")
 }
 
@@ -150,6 +164,8 @@ func Defaults() *Options {
 		WebhookBindAddress:        ":" + strconv.Itoa(WebhookPort),
 		KubeletBindAddress:        ":" + strconv.Itoa(KubeletPort),
 		DNSImage:                  versions.CoreDNSImage,
+		MetricsImage:              versions.MetricsServerImage,
+		KubeletMetricsBindAddress: ":" + strconv.Itoa(KubeletMetricsPort),
 	}
 }
 

@@ -65,6 +65,9 @@ type Options struct {
 	DNS DNSOptions
 	// Kubelet is where the virtual Nodes' kubelet API is advertised.
 	Kubelet KubeletOptions
+	// Metrics is the tenant's metrics addon and the resource metrics the
+	// virtual Nodes serve it.
+	Metrics MetricsOptions
 	// StorageClasses are the host StorageClasses tenant claims may name;
 	// empty: the host's default class.
 	StorageClasses []string
@@ -286,6 +289,20 @@ type KubeletOptions struct {
 	// Management is the syncer's own management configuration, which
 	// every replayed call authenticates with.
 	Management *rest.Config
+}
+
+// MetricsOptions configure the tenant's metrics-server addon and the
+// virtual Nodes' /metrics/resource it scrapes.
+type MetricsOptions struct {
+	// Enabled keeps metrics-server in the tenant's kube-system and serves
+	// resource metrics on BindAddress; disabled, the syncer removes the
+	// addon it made and serves none.
+	Enabled bool
+	// Image is metrics-server's image.
+	Image string
+	// BindAddress is the host:port of the metrics listener; its port is
+	// the one metrics-server is told to scrape (--kubelet-port).
+	BindAddress string
 }
 
 func (k KubeletOptions) endpoint() *KubeletEndpoint {

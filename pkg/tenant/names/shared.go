@@ -18,6 +18,19 @@ const (
 	DNSAppValue    = "kube-dns"
 )
 
+// Names of the metrics addon's objects in the tenant's kube-system, as
+// upstream's manifest names them (kubectl top and HPA look for the
+// APIService only). The syncer applies the addon; the provisioner grants
+// the syncer exactly these names, and the addon's ServiceAccount what
+// metrics-server reads.
+const (
+	MetricsNamespace      = metav1.NamespaceSystem
+	MetricsServerName     = "metrics-server"
+	MetricsAppLabel       = "k8s-app"
+	MetricsAppValue       = "metrics-server"
+	MetricsAPIServiceName = "v1beta1.metrics.k8s.io"
+)
+
 // KubeletClientCommonName is the common name of the client certificate
 // capn issues to the tenant kube-apiserver for kubelets. It carries no
 // group (kubeadm once used system:masters): the tenant binds this user to
