@@ -58,3 +58,28 @@ func TestDNSConfigValidate(t *testing.T) {
 		assert.Error(t, c.Validate(), name)
 	}
 }
+
+func TestMetricsServerGolden(t *testing.T) {
+	c := MetricsConfig{Image: "registry.k8s.io/metrics-server/metrics-server:v0.8.0", KubeletPort: 10272}
+	require.NoError(t, c.Validate())
+	o := MetricsServer(c)
+	var out []byte
+	for _, obj := range []any{o.ServiceAccount, o.Service, o.Deployment, o.APIService} {
+		b, err := yaml.Marshal(obj)
+		require.NoError(t, err)
+		out = append(append(out, "---\n"...), b...)
+	}
+	path := filepath.Join("testdata", "metrics-server.yaml")
+	if *update {
+		require.NoError(t, os.WriteFile(path, out, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to write it")
+	assert.Equal(t, string(want), string(out))
+}
+
+func TestMetricsConfigValidate(t *testing.T) {
+	assert.Error(t, MetricsConfig{KubeletPort: 10272}.Validate(), "no image")
+	assert.Error(t, MetricsConfig{Image: "i"}.Validate(), "no port")
+	assert.Error(t, MetricsConfig{Image: "i", KubeletPort: 70000}.Validate(), "port out of range")
+}

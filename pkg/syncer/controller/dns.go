@@ -9,11 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"capn.dev/capn/pkg/syncer/addons"
@@ -53,7 +50,6 @@ var errNoClusterDNS = errors.New("waiting for the cluster DNS Service " + names.
 type dnsKind struct {
 	*Syncer
 	q               queue
-	factory         informers.SharedInformerFactory
 	deployments     appslisters.DeploymentLister
 	serviceAccounts corelisters.ServiceAccountLister
 
@@ -65,48 +61,15 @@ type dnsKind struct {
 
 func (k *dnsKind) name() string { return kindDNS }
 
-// register watches the addon's Deployment and ServiceAccount (its
-// ConfigMap and Service are in the syncer's cluster-wide caches already,
-// and configMapKind and serviceKind enqueue dnsKey for them): only
-// kube-system, only what carries the syncer's managed-by label. An object
-// whose label a tenant removes looks deleted, and is applied again.
+// register watches the addon's Deployment and ServiceAccount through the
+// syncer's kube-system addon informers (its ConfigMap and Service are in
+// the cluster-wide caches already, and configMapKind and serviceKind
+// enqueue dnsKey for them). An object whose managed-by label a tenant
+// removes looks deleted, and is applied again.
 func (k *dnsKind) register(r *registrar) {
 	k.q = r.queue(kindDNS)
-	k.factory = informers.NewSharedInformerFactoryWithOptions(k.o.TenantWatch, k.o.ResyncPeriod,
-		informers.WithNamespace(names.DNSNamespace),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedBySelector }))
-	deps := k.factory.Apps().V1().Deployments()
-	sas := k.factory.Core().V1().ServiceAccounts()
-	k.deployments, k.serviceAccounts = deps.Lister(), sas.Lister()
-	r.waitFor(deps.Informer().HasSynced, sas.Informer().HasSynced)
-	enqueue := func(obj any) {
-		if isDNSObject(obj) {
-			k.q.Add(dnsKey)
-		}
-	}
-	// A Deployment's status moves with its pods; only a change to what
-	// capn applies (the spec, its labels) needs an apply.
-	_, _ = deps.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
-		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(metav1.Object)
-			c, ok2 := cur.(metav1.Object)
-			if ok1 && ok2 && o.GetGeneration() == c.GetGeneration() &&
-				labels.Equals(o.GetLabels(), c.GetLabels()) && labels.Equals(o.GetAnnotations(), c.GetAnnotations()) {
-				return
-			}
-			enqueue(cur)
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			enqueue(obj)
-		},
-	})
-	handle(sas.Informer(), enqueue)
+	k.deployments, k.serviceAccounts = k.addonDeployments(r, isDNSObject, func() { k.q.Add(dnsKey) })
 	r.beforeSync(func(ctx context.Context) error {
-		k.factory.Start(ctx.Done())
 		k.q.Add(dnsKey)
 		return nil
 	})

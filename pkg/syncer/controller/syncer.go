@@ -88,7 +88,10 @@ type Syncer struct {
 	// hostCluster watches the host's cluster-scoped objects that are
 	// everyone's to read (StorageClasses).
 	hostCluster informers.SharedInformerFactory
-	recorder    record.EventRecorder
+	// addons watches the addon objects the syncer keeps in the tenant's
+	// kube-system (addonDeployments).
+	addons   informers.SharedInformerFactory
+	recorder record.EventRecorder
 
 	tenantPods       corelisters.PodLister
 	tenantConfigMaps corelisters.ConfigMapLister
