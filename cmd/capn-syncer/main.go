@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"net"
 	"net/http"
 	"os"
@@ -118,9 +119,24 @@ func syncerOptions(o *options) (controller.Options, error) {
 			return so, fmt.Errorf("--%s, --%s, --%s: %w", cmdsyncer.FlagDNSImage, cmdsyncer.FlagDNSUpstreams, cmdsyncer.FlagTenantDNSDomain, err)
 		}
 	}
+	metrics := controller.MetricsOptions{Enabled: o.MetricsAddon, Image: o.MetricsImage, BindAddress: o.KubeletMetricsBindAddress}
+	if o.MetricsAddon {
+		if so.Kubelet.AdvertiseIP == "" {
+			return so, fmt.Errorf("--%s needs --%s: metrics-server reaches the virtual Nodes there", cmdsyncer.FlagMetricsAddon, cmdsyncer.FlagKubeletAdvertiseAddress)
+		}
+		_, p, err := net.SplitHostPort(o.KubeletMetricsBindAddress)
+		port, perr := strconv.ParseInt(p, 10, 32)
+		if err != nil || perr != nil || port < 1 || port > 65535 {
+			return so, fmt.Errorf("--%s %q is not host:port", cmdsyncer.FlagKubeletMetricsBindAddress, o.KubeletMetricsBindAddress)
+		}
+		if err := (addons.MetricsConfig{Image: o.MetricsImage, KubeletPort: int32(port)}).Validate(); err != nil {
+			return so, fmt.Errorf("--%s: %w", cmdsyncer.FlagMetricsImage, err)
+		}
+	}
 	so = controller.Options{
 		Kubelet:           so.Kubelet,
 		DNS:               dns,
+		Metrics:           metrics,
 		Webhook:           controller.WebhookOptions{BindAddress: o.WebhookBindAddress, AdvertiseAddress: o.WebhookAdvertiseAddress},
 		WorkloadNamespace: o.WorkloadNamespace,
 		HostNodeSelector:  sel,
@@ -139,11 +155,15 @@ func syncerOptions(o *options) (controller.Options, error) {
 	return so, nil
 }
 
-// cachedImages are --cached-images and, with the DNS addon, its image.
+// cachedImages are --cached-images and the images of the addons that
+// are on: the provider's, which the node may run from its cache.
 func cachedImages(o *options) []string {
 	images := splitList(o.CachedImages)
 	if o.DNSAddon && o.DNSImage != "" {
 		images = append(images, o.DNSImage)
+	}
+	if o.MetricsAddon && o.MetricsImage != "" {
+		images = append(images, o.MetricsImage)
 	}
 	return images
 }
@@ -211,6 +231,11 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	if so.HostWatch, err = kubernetes.NewForConfig(withoutTimeout(hostCfg)); err != nil {
+		return err
+	}
+	// One client for the APIService's watch and its rare applies, so
+	// without the client-side timeout.
+	if so.TenantAggregator, err = aggregatorclient.NewForConfig(withoutTimeout(tenantCfg)); err != nil {
 		return err
 	}
 	var ready atomic.Bool

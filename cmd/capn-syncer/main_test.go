@@ -39,6 +39,14 @@ func TestSyncerOptions(t *testing.T) {
 	assert.True(t, so.DNS.Enabled)
 
 	o = valid()
+	o.MetricsAddon, o.KubeletAdvertiseAddress = true, "10.0.0.9:10250"
+	o.MetricsImage, o.KubeletMetricsBindAddress = "registry.example/metrics-server:v1", ":10272"
+	so, err = syncerOptions(o)
+	require.NoError(t, err)
+	assert.True(t, so.Metrics.Enabled)
+	assert.Contains(t, so.Pod.CachedImages, o.MetricsImage, "the provider's addon image runs from the node's cache")
+
+	o = valid()
 	o.AllowNetRaw = true
 	so, err = syncerOptions(o)
 	require.NoError(t, err)
@@ -60,6 +68,15 @@ func TestSyncerOptionsRefused(t *testing.T) {
 		"emptyDir bound":    func(o *options) { o.MaxEmptyDirSize = "lots" },
 		"emptyDir zero":     func(o *options) { o.MaxEmptyDirSize = "0" },
 		"copied bytes":      func(o *options) { o.MaxCopiedBytes = "-1" },
+		"metrics without a kubelet address": func(o *options) {
+			o.MetricsAddon, o.KubeletAdvertiseAddress = true, ""
+		},
+		"metrics bind address": func(o *options) {
+			o.MetricsAddon, o.KubeletAdvertiseAddress, o.KubeletMetricsBindAddress = true, "10.0.0.9:10250", ":metrics"
+		},
+		"metrics no image": func(o *options) {
+			o.MetricsAddon, o.KubeletAdvertiseAddress, o.MetricsImage, o.KubeletMetricsBindAddress = true, "10.0.0.9:10250", "", ":10272"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := valid()

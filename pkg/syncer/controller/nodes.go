@@ -51,19 +51,30 @@ func (k *nodeKind) register(r *registrar) {
 	r.every(heartbeatPeriod, k.heartbeat)
 }
 
-// nodeFields: the labels the syncer owns and unschedulable. The status is
-// patched apart (sync).
+// nodeFields: the labels the syncer owns, the resource metrics path and
+// unschedulable. The status is patched apart (sync).
 var nodeFields = owned[*corev1.Node]{
 	equal: func(cur, want *corev1.Node) bool {
 		_, relabel := translate.OwnNodeLabels(cur.Labels, want.Labels)
-		return !relabel && cur.Spec.Unschedulable == want.Spec.Unschedulable
+		return !relabel && cur.Spec.Unschedulable == want.Spec.Unschedulable && sameMetricsPath(cur, want)
 	},
 	merge: func(cur, want *corev1.Node) *corev1.Node {
 		upd := cur.DeepCopy()
 		upd.Labels, _ = translate.OwnNodeLabels(cur.Labels, want.Labels)
 		upd.Spec.Unschedulable = want.Spec.Unschedulable
+		if p, ok := want.Annotations[translate.ResourceMetricsPathAnnotation]; ok {
+			upd.Annotations = withEntries(upd.Annotations, map[string]string{translate.ResourceMetricsPathAnnotation: p})
+		} else {
+			delete(upd.Annotations, translate.ResourceMetricsPathAnnotation)
+		}
 		return upd
 	},
+}
+
+func sameMetricsPath(cur, want *corev1.Node) bool {
+	c, hadC := cur.Annotations[translate.ResourceMetricsPathAnnotation]
+	w, hadW := want.Annotations[translate.ResourceMetricsPathAnnotation]
+	return c == w && hadC == hadW
 }
 
 // sync makes the tenant's virtual Node name match the host node of that
@@ -89,7 +100,7 @@ func (k *nodeKind) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	want := translate.VirtualNode(host, k.o.Kubelet.endpoint())
+	want := translate.VirtualNode(host, k.kubeletEndpoint())
 	cur, did, err := applyIfChanged(ctx, nodes, cur, want, nodeFields)
 	if err != nil {
 		return fmt.Errorf("virtual node: %w", err)

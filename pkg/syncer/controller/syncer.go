@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +37,10 @@ type Options struct {
 	// watch with: clients without the requests' client-side timeout, which
 	// would cut every watch at that age and make the informers re-open it.
 	TenantWatch, HostWatch kubernetes.Interface
-	WorkloadNamespace      string
+	// TenantAggregator writes the metrics addon's APIService; nil leaves
+	// it out (tests of other kinds).
+	TenantAggregator  aggregatorclient.Interface
+	WorkloadNamespace string
 	// HostNodeSelector picks the host nodes that get a virtual Node; the
 	// host pods carry it too, so the host scheduler agrees.
 	HostNodeSelector labels.Selector
@@ -163,6 +167,7 @@ func (s *Syncer) kinds() []kindSyncer {
 		&claimKind{Syncer: s},
 		&storageClassKind{Syncer: s},
 		&apiEndpointsKind{Syncer: s},
+		&metricsKind{Syncer: s},
 	}
 }
 
@@ -246,6 +251,11 @@ func (s *Syncer) Run(ctx context.Context) error {
 	if s.o.Kubelet.endpoint() != nil {
 		if err := s.serveKubelet(ctx); err != nil {
 			return err
+		}
+		if s.o.Metrics.Enabled {
+			if err := s.serveMetrics(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	for _, f := range s.reg.before {

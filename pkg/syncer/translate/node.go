@@ -19,7 +19,16 @@ var mirroredLabels = []string{
 type KubeletEndpoint struct {
 	IP   string
 	Port int32
+	// MetricsPath, when set, is where the virtual Node named by its
+	// argument serves its resource metrics: the Node carries it in
+	// ResourceMetricsPathAnnotation, which metrics-server reads.
+	MetricsPath func(node string) string
 }
+
+// ResourceMetricsPathAnnotation is metrics-server's per-Node override of
+// the path it scrapes (sigs.k8s.io/metrics-server
+// AnnotationResourceMetricsPath). The syncer owns it on virtual Nodes.
+const ResourceMetricsPathAnnotation = "metrics.k8s.io/resource-metrics-path"
 
 // VirtualNode is the tenant Node that mirrors host: same name, the
 // well-known labels, capacity, allocatable, the kubelet's conditions and
@@ -56,6 +65,9 @@ func VirtualNode(host *corev1.Node, kubelet *KubeletEndpoint) *corev1.Node {
 	if kubelet != nil {
 		v.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: kubelet.IP}, {Type: corev1.NodeHostName, Address: host.Name}}
 		v.Status.DaemonEndpoints.KubeletEndpoint.Port = kubelet.Port
+		if kubelet.MetricsPath != nil {
+			v.Annotations = map[string]string{ResourceMetricsPathAnnotation: kubelet.MetricsPath(host.Name)}
+		}
 	}
 	return v
 }
