@@ -3,7 +3,7 @@
 // ConfigMap volume, its Secret-backed env var and its projected
 // service-account token (via a SelfSubjectReview) all reached it.
 //
-//	capn-testserver serve [--addr=:8080] [--file=PATH] [--env=NAME] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm] [--write-once=VALUE]
+//	capn-testserver serve [--addr=:8080] [--file=PATH] [--env=NAME] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm] [--write-once=VALUE] [--burn=DURATION]
 //	capn-testserver get URL [--timeout=60s] [--out=PATH]
 //	capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
 //	capn-testserver cat FILE|-
@@ -45,7 +45,7 @@ const whoamiTimeout = 5 * time.Second
 const retryInterval = time.Second
 
 const usage = `usage:
-  capn-testserver serve [--addr=:8080] [--file=/config/message] [--env=GREETING] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm] [--write-once=VALUE]
+  capn-testserver serve [--addr=:8080] [--file=/config/message] [--env=GREETING] [--token-file=PATH] [--ca-file=PATH] [--ignore-sigterm] [--write-once=VALUE] [--burn=DURATION]
   capn-testserver get URL [--timeout=60s] [--out=PATH]
   capn-testserver lookup [--timeout=60s] [--nxdomain] NAME...
   capn-testserver cat FILE|-
@@ -96,6 +96,7 @@ func serveMain(args []string) int {
 	flags.StringVar(&cfg.caFile, "ca-file", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "CA bundle of the apiserver")
 	ignoreTerm := flags.Bool("ignore-sigterm", false, "keep serving on SIGTERM, as a workload that needs its whole grace period (only SIGKILL stops it)")
 	writeOnce := flags.String("write-once", "", "write this to --file before serving unless the file exists: a volume keeps the first pod's value")
+	burn := flags.Duration("burn", 0, "keep one CPU busy for this long after start, then idle: load for an autoscaler to see come and go")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -118,6 +119,9 @@ func serveMain(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), stopOn...)
 	defer stop()
+	if *burn > 0 {
+		go burnFor(ctx, *burn)
+	}
 	srv := &http.Server{Addr: *addr, Handler: newHandler(cfg), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
@@ -135,6 +139,16 @@ func serveMain(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// burnFor spins on one CPU until d has passed or ctx ends.
+func burnFor(ctx context.Context, d time.Duration) {
+	end := time.Now().Add(d)
+	for n := 0; time.Now().Before(end); n++ {
+		if n%1_000_000 == 0 && ctx.Err() != nil {
+			return
+		}
+	}
 }
 
 // response is what GET / answers. Groups is never null, so a test can

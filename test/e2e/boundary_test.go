@@ -80,6 +80,7 @@ spec:
 		"b's etcd":                         hostPort(component(b, v1alpha1.ComponentEtcd), profiles.EtcdClientPort),
 		"b's kube-controller-manager":      hostPort(component(b, v1alpha1.ComponentControllerManager), profiles.ControllerManagerPort),
 		"b's syncer kubelet port":          hostPort(component(b, v1alpha1.ComponentSyncer), syncerKubelet),
+		"b's syncer metrics port":          hostPort(component(b, v1alpha1.ComponentSyncer), cmdsyncer.KubeletMetricsPort),
 		"management apiserver Service":     hostPort(mgmtSvc, 443),
 		"management apiserver on the node": mgmtEndpoint,
 		"capn-apiserver Service":           hostPort(capnSvc, 443),
@@ -92,7 +93,11 @@ spec:
 	allowed := map[string]string{
 		"a's own Service": hostPort(a.tk.MustRun(t, "", "get", "svc", "-n", "app", "web", "-o", "jsonpath={.spec.clusterIP}"), 80),
 		"a's own pod":     hostPort(podIP(a.workloads, appWebHost), 8080),
-		"a's DNS":         hostPort(a.tk.MustRun(t, "", "get", "svc", "-n", names.DNSNamespace, names.DNSServiceName, "-o", "jsonpath={.spec.clusterIP}"), 53),
+		// metrics-server scrapes the virtual Nodes there (the port
+		// serves resource metrics only, to a token a's apiserver
+		// authorizes).
+		"a's syncer metrics port": hostPort(component(a, v1alpha1.ComponentSyncer), cmdsyncer.KubeletMetricsPort),
+		"a's DNS":                 hostPort(a.tk.MustRun(t, "", "get", "svc", "-n", names.DNSNamespace, names.DNSServiceName, "-o", "jsonpath={.spec.clusterIP}"), 53),
 		// Through the host Service of its apiserver, where the syncer
 		// points tenant pods (a Shared tenant's default/kubernetes has
 		// the management Service's address, which is forbidden above).
