@@ -48,6 +48,9 @@ type DataPlane struct {
 	// forwards outside names to; empty forwards nothing.
 	DNSImage     string
 	DNSUpstreams []string
+	// MetricsImage is the metrics addon's image unless spec.metrics.image
+	// names one; empty means versions.MetricsServerImage.
+	MetricsImage string
 	// PullAlways and CachedImages are the syncer's --pull-always and
 	// --cached-images (red-team finding 6), from template revision 5 on.
 	PullAlways   bool
@@ -65,11 +68,14 @@ const DefaultSyncerImage = "capn.dev/capn-syncer:dev"
 // syncerHealthPort serves the syncer's /healthz and /readyz;
 // syncerWebhookPort the tenant's Service admission webhook and
 // syncerKubeletPort the virtual Nodes' kubelet API (both HTTPS, called by
-// the tenant apiserver at the leader's pod IP).
+// the tenant apiserver at the leader's pod IP); syncerMetricsPort their
+// resource metrics, scraped by the tenant's metrics-server from the
+// workload namespace.
 const (
 	syncerHealthPort  = cmdsyncer.HealthPort
 	syncerWebhookPort = cmdsyncer.WebhookPort
 	syncerKubeletPort = cmdsyncer.KubeletPort
+	syncerMetricsPort = cmdsyncer.KubeletMetricsPort
 )
 
 // DefaultWorkloadQuota is the workload namespace's quota when the
@@ -178,13 +184,23 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 			flags[cmdsyncer.FlagDNSUpstreams] = strings.Join(dp.DNSUpstreams, ",")
 		}
 	}
+	ports := []corev1.ContainerPort{tcpPort("health", syncerHealthPort), tcpPort("webhook", syncerWebhookPort), tcpPort("kubelet", syncerKubeletPort)}
+	if renderMetrics(nc, p) {
+		on := metricsOn(nc)
+		flags[cmdsyncer.FlagMetricsAddon] = strconv.FormatBool(on)
+		flags[cmdsyncer.FlagKubeletMetricsBindAddress] = ":" + strconv.Itoa(syncerMetricsPort)
+		if on {
+			flags[cmdsyncer.FlagMetricsImage] = metricsImage(nc, dp)
+		}
+		ports = append(ports, tcpPort("kubelet-metrics", syncerMetricsPort))
+	}
 	maps.Copy(flags, nc.Spec.Syncer.ExtraArgs) // validation refused owned flags
 	c := corev1.Container{
 		Name:           component,
 		Image:          image,
 		Command:        []string{component},
 		Args:           cmdsyncer.Args(flags),
-		Ports:          []corev1.ContainerPort{tcpPort("health", syncerHealthPort), tcpPort("webhook", syncerWebhookPort), tcpPort("kubelet", syncerKubeletPort)},
+		Ports:          ports,
 		ReadinessProbe: httpProbe("/readyz", syncerHealthPort, 2, 3),
 		LivenessProbe:  httpProbe("/healthz", syncerHealthPort, 10, 6),
 		VolumeMounts:   []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
@@ -222,6 +238,35 @@ func dnsImage(nc *v1alpha1.NestedCluster, dp DataPlane) string {
 		return dp.DNSImage
 	}
 	return versions.CoreDNSImage
+}
+
+// metricsOn reports whether the tenant keeps the metrics addon: unless it
+// said None (the builders render Shared tenants only).
+func metricsOn(nc *v1alpha1.NestedCluster) bool {
+	return nc.Spec.Metrics.Mode != v1alpha1.MetricsNone
+}
+
+// renderMetrics reports whether the syncer's template carries the metrics
+// flags and port: from MetricsTemplateRevision on, or earlier when the
+// tenant asked for the addon itself. A syncer rendered before the addon
+// existed runs without it (its default is off), so leaving the flags out
+// keeps its template, and its pods, as they are.
+func renderMetrics(nc *v1alpha1.NestedCluster, p Params) bool {
+	m := nc.Spec.Metrics
+	return p.revision(v1alpha1.ComponentSyncer) >= MetricsTemplateRevision ||
+		m.Mode == v1alpha1.MetricsServer || m.Image != ""
+}
+
+// metricsImage is the tenant's metrics-server image, chosen as dnsImage
+// chooses CoreDNS's.
+func metricsImage(nc *v1alpha1.NestedCluster, dp DataPlane) string {
+	switch {
+	case nc.Spec.Metrics.Image != "":
+		return nc.Spec.Metrics.Image
+	case dp.MetricsImage != "":
+		return dp.MetricsImage
+	}
+	return versions.MetricsServerImage
 }
 
 // hostNodeSelector ANDs the provider's selector with the tenant's: the
