@@ -283,21 +283,34 @@ func hostNodeSelector(provider, tenant map[string]string) string {
 }
 
 // syncerNetworkPolicy: the syncer talks to the tenant apiserver (this
-// namespace) and to the management apiserver, at the endpoints
-// managementAPIServerEgress names. Only the tenant apiserver reaches it, at the
-// Service webhook and the virtual Nodes' kubelet API (and the kubelet's
-// probes, which policy does not see).
+// namespace), to the management apiserver, at the endpoints
+// managementAPIServerEgress names, and to the host kubelets, at those
+// kubeletEgress names. Only the tenant apiserver reaches it at the Service
+// webhook and the virtual Nodes' kubelet API (and the kubelet's probes,
+// which policy does not see); the tenant's metrics-server, a pod of the
+// workload namespace, reaches the virtual Nodes' resource metrics on a
+// port of their own. The metrics rules stay whether or not the addon
+// runs, so that turning it on or off changes no policy.
 func syncerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
+	egress := []networkingv1.NetworkPolicyEgressRule{
+		{To: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.APIServerPort)},
+	}
+	egress = append(egress, managementAPIServerEgress(p)...)
+	egress = append(egress, kubeletEgress(p)...)
 	return networkPolicy(objectMeta(nc, p, NetworkPolicySyncer, v1alpha1.ComponentSyncer), networkingv1.NetworkPolicySpec{
 		PodSelector: podSelector(nc, v1alpha1.ComponentSyncer),
 		PolicyTypes: bothPolicyTypes,
-		Ingress: []networkingv1.NetworkPolicyIngressRule{{
-			From:  []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)},
-			Ports: tcpPorts(syncerWebhookPort, syncerKubeletPort),
-		}},
-		Egress: append([]networkingv1.NetworkPolicyEgressRule{
-			{To: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.APIServerPort)},
-		}, managementAPIServerEgress(p)...),
+		Ingress: []networkingv1.NetworkPolicyIngressRule{
+			{
+				From:  []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)},
+				Ports: tcpPorts(syncerWebhookPort, syncerKubeletPort),
+			},
+			{
+				From:  []networkingv1.NetworkPolicyPeer{namespacePeer(provisioner.WorkloadNamespace(nc))},
+				Ports: tcpPorts(syncerMetricsPort),
+			},
+		},
+		Egress: egress,
 	})
 }
 
@@ -336,14 +349,25 @@ func WorkloadNamespace(nc *v1alpha1.NestedCluster, p Params) []Object {
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: cpNamespace}},
 		PodSelector:       &apiServer,
 	}
+	syncer := podSelector(nc, v1alpha1.ComponentSyncer)
+	syncerPeer := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: apiServerPeer.NamespaceSelector,
+		PodSelector:       &syncer,
+	}
 	// The tenant apiserver reaches every port of its workloads (webhooks,
 	// aggregated APIs, pods/proxy and services/proxy), and they reach it:
-	// always, as a cluster's own apiserver is always reachable.
+	// always, as a cluster's own apiserver is always reachable. So do the
+	// virtual Nodes' resource metrics, which the tenant's metrics-server
+	// scrapes from its syncer (that port only): a tenant policy that
+	// isolates metrics-server must not hide its nodes.
 	policy := networkPolicy(meta(WorkloadPolicyName), networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{},
 		PolicyTypes: bothPolicyTypes,
 		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{apiServerPeer}}},
-		Egress:      []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{apiServerPeer}, Ports: tcpPorts(profiles.APIServerPort)}},
+		Egress: []networkingv1.NetworkPolicyEgressRule{
+			{To: []networkingv1.NetworkPolicyPeer{apiServerPeer}, Ports: tcpPorts(profiles.APIServerPort)},
+			{To: []networkingv1.NetworkPolicyPeer{syncerPeer}, Ports: tcpPorts(syncerMetricsPort)},
+		},
 	})
 	// Within the tenant, everything, as in a cluster without policies,
 	// but only for pods no tenant NetworkPolicy isolates: the syncer
