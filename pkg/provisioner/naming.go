@@ -61,7 +61,8 @@ const (
 const (
 	// SyncerRole is bound in each workload namespace only.
 	SyncerRole = "capn-syncer"
-	// SyncerNodesRole reads Nodes, cluster-wide.
+	// SyncerNodesRole reads Nodes and their kubelets' resource metrics,
+	// cluster-wide.
 	SyncerNodesRole = "capn-syncer-nodes"
 )
 

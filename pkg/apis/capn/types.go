@@ -82,6 +82,13 @@ type NestedClusterSpec struct {
 	// +optional
 	DNS DNSSpec `json:"dns,omitempty"`
 
+	// metrics configures the tenant's resource metrics: a metrics-server
+	// addon in its kube-system, behind the APIService
+	// v1beta1.metrics.k8s.io, that capn keeps in place (Shared mode only),
+	// for kubectl top and CPU and memory autoscaling.
+	// +optional
+	Metrics MetricsSpec `json:"metrics,omitempty"`
+
 	// sleep puts the control plane to sleep: see SleepSpec.
 	// +optional
 	Sleep SleepSpec `json:"sleep,omitempty"`
@@ -150,6 +157,32 @@ type DNSSpec struct {
 	Mode DNSMode `json:"mode,omitempty"`
 	// image overrides the CoreDNS image. The addon runs as a tenant
 	// workload, so any image a tenant pod may run is allowed.
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// MetricsMode selects the tenant's resource metrics.
+// +enum
+type MetricsMode string
+
+const (
+	// MetricsServer: capn runs metrics-server in the tenant's kube-system
+	// and registers it as v1beta1.metrics.k8s.io; it scrapes the virtual
+	// Nodes, which serve the tenant's pods' share of the host kubelets'
+	// resource metrics. The default in Shared mode.
+	MetricsServer MetricsMode = "MetricsServer"
+	// MetricsNone: no resource metrics; capn removes its addon. kubectl
+	// top and resource-based autoscaling find no metrics API.
+	MetricsNone MetricsMode = "None"
+)
+
+// MetricsSpec is the tenant's metrics addon.
+type MetricsSpec struct {
+	// mode is MetricsServer (the default when empty) or None.
+	// +optional
+	Mode MetricsMode `json:"mode,omitempty"`
+	// image overrides the metrics-server image. The addon runs as a
+	// tenant workload, so any image a tenant pod may run is allowed.
 	// +optional
 	Image string `json:"image,omitempty"`
 }

@@ -127,9 +127,8 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.He
 			var err error
 			if deps.Network, err = o.Network.resolve(hctx, mgmt); err != nil {
 				// Validate refused bad flags: this is the read, and the
-				// syncers keep their port-only rule to the management
-				// apiserver.
-				klog.ErrorS(err, "Management apiserver endpoints unknown: syncer NetworkPolicies allow ports 443 and 6443 to any address")
+				// syncers keep a port-only rule for what it missed.
+				klog.ErrorS(err, "Management endpoints unknown: syncer NetworkPolicies allow ports 443 and 6443 (the management apiserver) or 10250 (kubelets) to any address")
 			}
 			if err := controller.Start(hctx, o.Settings, deps); err != nil {
 				klog.ErrorS(err, "Provisioner stopped")

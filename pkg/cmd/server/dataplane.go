@@ -47,6 +47,9 @@ type DataPlaneOptions struct {
 	// (none by default: such names get NXDOMAIN and no query leaves it).
 	DNSImage     string
 	DNSUpstreams []string
+	// MetricsImage is the tenant metrics addon's image where
+	// spec.metrics.image names none.
+	MetricsImage string
 	// PullAlways and CachedImages: tenant containers pull with
 	// imagePullPolicy Always unless their image is listed (finding 6).
 	PullAlways   bool
@@ -70,9 +73,10 @@ func defaultDataPlaneOptions() DataPlaneOptions {
 			"limits.cpu": "128", "limits.memory": "512Gi", "requests.ephemeral-storage": "200Gi", "limits.ephemeral-storage": "400Gi",
 			"services": "500", "configmaps": "1000", "secrets": "1000", string(validation.ResourceNetworkPolicies): "500",
 			"requests.storage": "1Ti", "persistentvolumeclaims": "100"},
-		SyncerImage: builders.DefaultSyncerImage,
-		DNSImage:    versions.CoreDNSImage,
-		PullAlways:  true,
+		SyncerImage:  builders.DefaultSyncerImage,
+		DNSImage:     versions.CoreDNSImage,
+		MetricsImage: versions.MetricsServerImage,
+		PullAlways:   true,
 	}
 }
 
@@ -96,6 +100,8 @@ func (o *DataPlaneOptions) AddFlags(fs *pflag.FlagSet) {
 		"The CoreDNS image of a Shared tenant's DNS addon where spec.dns.image names none.")
 	fs.StringSliceVar(&o.DNSUpstreams, "tenant-dns-upstreams", o.DNSUpstreams,
 		"Resolver IPs the tenants' CoreDNS forwards names outside their cluster to (at most 3). Empty (the default): those names get NXDOMAIN and no query leaves the tenant's DNS.")
+	fs.StringVar(&o.MetricsImage, "tenant-metrics-image", o.MetricsImage,
+		"The metrics-server image of a Shared tenant's metrics addon where spec.metrics.image names none.")
 	fs.BoolVar(&o.PullAlways, "tenant-pull-always", o.PullAlways,
 		"Run tenant containers with imagePullPolicy Always, whatever they ask, unless their image is in --tenant-cached-images: the registry then checks the tenant's own credentials before an image already on the node runs, so a tenant cannot run another tenant's private images or the provider's.")
 	fs.StringSliceVar(&o.CachedImages, "tenant-cached-images", o.CachedImages,
@@ -158,6 +164,9 @@ func (o DataPlaneOptions) Validate() []error {
 	if err := (addons.DNSConfig{Image: o.DNSImage, Domain: "cluster.local", Upstreams: o.DNSUpstreams}).Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--tenant-dns-image, --tenant-dns-upstreams: %w", err))
 	}
+	for _, msg := range validation.IsImageReference(o.MetricsImage) {
+		errs = append(errs, fmt.Errorf("--tenant-metrics-image %q: %s", o.MetricsImage, msg))
+	}
 	return errs
 }
 
@@ -166,7 +175,7 @@ func (o DataPlaneOptions) builders() builders.DataPlane {
 	q, _ := parseQuota("tenant-workload-quota", o.Quota)
 	return builders.DataPlane{NodeSelector: o.NodeSelector, Tolerations: o.Tolerations, PodSecurity: o.PodSecurity,
 		Quota: q, SyncerImage: o.SyncerImage, RuntimeClasses: o.RuntimeClasses,
-		DNSImage: o.DNSImage, DNSUpstreams: o.DNSUpstreams, PullAlways: o.PullAlways, CachedImages: o.CachedImages,
+		DNSImage: o.DNSImage, DNSUpstreams: o.DNSUpstreams, MetricsImage: o.MetricsImage, PullAlways: o.PullAlways, CachedImages: o.CachedImages,
 		StorageClasses: o.StorageClasses}
 }
 

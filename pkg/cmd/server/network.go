@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,6 +22,7 @@ import (
 // Flag names of NetworkOptions.
 const (
 	flagManagementAPIServerEndpoints = "management-apiserver-endpoints"
+	flagNodeKubeletEndpoints         = "node-kubelet-endpoints"
 	flagAPIServerEgressCIDRs         = "tenant-apiserver-egress-cidrs"
 	flagAPIServerEgressNamespaces    = "tenant-apiserver-egress-namespaces"
 )
@@ -28,6 +31,7 @@ const (
 // (builders.Network).
 type NetworkOptions struct {
 	ManagementAPIServerEndpoints []string
+	NodeKubeletEndpoints         []string
 	APIServerEgressCIDRs         []string
 	APIServerEgressNamespaces    []string
 }
@@ -35,6 +39,8 @@ type NetworkOptions struct {
 func (o *NetworkOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ManagementAPIServerEndpoints, flagManagementAPIServerEndpoints, o.ManagementAPIServerEndpoints,
 		"The management kube-apiserver's endpoints, ip:port, which each capn-syncer's NetworkPolicy allows. Empty: read from the EndpointSlices of default/kubernetes at start.")
+	fs.StringSliceVar(&o.NodeKubeletEndpoints, flagNodeKubeletEndpoints, o.NodeKubeletEndpoints,
+		"The management nodes' kubelet endpoints, ip:port, which each capn-syncer's NetworkPolicy allows, for the resource metrics of its virtual Nodes. Empty: read from the Nodes (InternalIP, kubelet port) at start; a node added later is reachable once capn-apiserver restarts.")
 	fs.StringSliceVar(&o.APIServerEgressCIDRs, flagAPIServerEgressCIDRs, o.APIServerEgressCIDRs,
 		"CIDRs a tenant kube-apiserver may connect to besides its own etcd, syncer and workloads: an external etcd or etcd pool outside the cluster, OIDC issuers, joined nodes. Nothing else is reachable from it.")
 	fs.StringSliceVar(&o.APIServerEgressNamespaces, flagAPIServerEgressNamespaces, o.APIServerEgressNamespaces,
@@ -50,16 +56,23 @@ func (o NetworkOptions) Validate() []error {
 	return nil
 }
 
-// network parses the flags; ManagementAPIServer is left empty when the
-// flag is, for managementAPIServer to read.
+// network parses the flags; ManagementAPIServer and Kubelets are left
+// empty when their flags are, for resolve to read.
 func (o NetworkOptions) network() (builders.Network, error) {
 	var n builders.Network
 	for _, s := range o.ManagementAPIServerEndpoints {
-		ap, err := netip.ParseAddrPort(s)
+		ap, err := parseEndpoint(flagManagementAPIServerEndpoints, s)
 		if err != nil {
-			return n, fmt.Errorf("--%s: %q is not ip:port: %w", flagManagementAPIServerEndpoints, s, err)
+			return n, err
 		}
 		n.ManagementAPIServer = append(n.ManagementAPIServer, ap)
+	}
+	for _, s := range o.NodeKubeletEndpoints {
+		ap, err := parseEndpoint(flagNodeKubeletEndpoints, s)
+		if err != nil {
+			return n, err
+		}
+		n.Kubelets = append(n.Kubelets, ap)
 	}
 	for _, s := range o.APIServerEgressCIDRs {
 		p, err := netip.ParsePrefix(s)
@@ -77,30 +90,87 @@ func (o NetworkOptions) network() (builders.Network, error) {
 	return n, nil
 }
 
-// resolve is network() with the management apiserver's endpoints read
-// from the cluster when the flag names none. A failed read is logged by
-// the caller and leaves the syncer's fallback rule (ports 443 and 6443).
+// parseEndpoint parses one ip:port of flag. Port 0 is refused: the
+// NetworkPolicy rule it becomes would allow every port.
+func parseEndpoint(flag, s string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return ap, fmt.Errorf("--%s: %q is not ip:port: %w", flag, s, err)
+	}
+	if ap.Port() == 0 {
+		return ap, fmt.Errorf("--%s: %q has port 0", flag, s)
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+}
+
+// resolve is network() with the management apiserver's endpoints and the
+// Nodes' kubelet endpoints read from the cluster when their flags name
+// none. A failed read is logged by the caller and leaves that rule of the
+// syncers' NetworkPolicy by port only.
 func (o NetworkOptions) resolve(ctx context.Context, cfg *rest.Config) (builders.Network, error) {
 	n, err := o.network()
-	if err != nil || len(n.ManagementAPIServer) > 0 {
+	if err != nil || len(n.ManagementAPIServer) > 0 && len(n.Kubelets) > 0 {
 		return n, err
 	}
 	mgmt, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return n, fmt.Errorf("management client: %w", err)
 	}
+	return resolveFrom(ctx, mgmt, n)
+}
+
+// resolveFrom fills what n lacks from the management cluster.
+func resolveFrom(ctx context.Context, mgmt kubernetes.Interface, n builders.Network) (builders.Network, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	l, err := mgmt.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
-		LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
-	if err != nil {
-		return n, fmt.Errorf("reading the management apiserver's endpoints (or set --%s): %w", flagManagementAPIServerEndpoints, err)
-	}
-	n.ManagementAPIServer = managementEndpoints(l.Items)
+	var errs []error
 	if len(n.ManagementAPIServer) == 0 {
-		return n, fmt.Errorf("default/kubernetes has no ready endpoints (or set --%s)", flagManagementAPIServerEndpoints)
+		l, err := mgmt.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading the management apiserver's endpoints (or set --%s): %w", flagManagementAPIServerEndpoints, err))
+		default:
+			if n.ManagementAPIServer = managementEndpoints(l.Items); len(n.ManagementAPIServer) == 0 {
+				errs = append(errs, fmt.Errorf("default/kubernetes has no ready endpoints (or set --%s)", flagManagementAPIServerEndpoints))
+			}
+		}
 	}
-	return n, nil
+	if len(n.Kubelets) == 0 {
+		l, err := mgmt.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading the Nodes' kubelet endpoints (or set --%s): %w", flagNodeKubeletEndpoints, err))
+		default:
+			if n.Kubelets = kubeletEndpoints(l.Items); len(n.Kubelets) == 0 {
+				errs = append(errs, fmt.Errorf("no Node reports an InternalIP and a kubelet port (or set --%s)", flagNodeKubeletEndpoints))
+			}
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// kubeletEndpoints are each Node's InternalIP addresses with its kubelet
+// port, sorted; a Node that reports no port is left out, as nothing could
+// dial it.
+func kubeletEndpoints(nodes []corev1.Node) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, node := range nodes {
+		port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+		if port <= 0 || port > 65535 {
+			continue
+		}
+		for _, a := range node.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP {
+				continue
+			}
+			if addr, err := netip.ParseAddr(a.Address); err == nil {
+				out = append(out, netip.AddrPortFrom(addr.Unmap(), uint16(port)))
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	return slices.Compact(out)
 }
 
 // managementEndpoints are the ready addresses of the kubernetes Service's

@@ -54,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &capnv1alpha1.ExternalEtcdApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ManagedEtcd"):
 		return &capnv1alpha1.ManagedEtcdApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MetricsSpec"):
+		return &capnv1alpha1.MetricsSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NamespacedSecretReference"):
 		return &capnv1alpha1.NamespacedSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NestedCluster"):

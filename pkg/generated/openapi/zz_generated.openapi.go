@@ -47,6 +47,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.EtcdStorage{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_EtcdStorage(ref),
 		v1alpha1.ExternalEtcd{}.OpenAPIModelName():                         schema_pkg_apis_capn_v1alpha1_ExternalEtcd(ref),
 		v1alpha1.ManagedEtcd{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_ManagedEtcd(ref),
+		v1alpha1.MetricsSpec{}.OpenAPIModelName():                          schema_pkg_apis_capn_v1alpha1_MetricsSpec(ref),
 		v1alpha1.NamespacedSecretReference{}.OpenAPIModelName():            schema_pkg_apis_capn_v1alpha1_NamespacedSecretReference(ref),
 		v1alpha1.NestedCluster{}.OpenAPIModelName():                        schema_pkg_apis_capn_v1alpha1_NestedCluster(ref),
 		v1alpha1.NestedClusterBackup{}.OpenAPIModelName():                  schema_pkg_apis_capn_v1alpha1_NestedClusterBackup(ref),
@@ -971,6 +972,34 @@ func schema_pkg_apis_capn_v1alpha1_ManagedEtcd(ref common.ReferenceCallback) com
 	}
 }
 
+func schema_pkg_apis_capn_v1alpha1_MetricsSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MetricsSpec is the tenant's metrics addon.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "mode is MetricsServer (the default when empty) or None.\n\nPossible enum values:\n - `\"MetricsServer\"` : capn runs metrics-server in the tenant's kube-system and registers it as v1beta1.metrics.k8s.io; it scrapes the virtual Nodes, which serve the tenant's pods' share of the host kubelets' resource metrics. The default in Shared mode.\n - `\"None\"` : no resource metrics; capn removes its addon. kubectl top and resource-based autoscaling find no metrics API.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"MetricsServer", "None"},
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "image overrides the metrics-server image. The addon runs as a tenant workload, so any image a tenant pod may run is allowed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_capn_v1alpha1_NamespacedSecretReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1579,6 +1608,13 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.DNSSpec{}.OpenAPIModelName()),
 						},
 					},
+					"metrics": {
+						SchemaProps: spec.SchemaProps{
+							Description: "metrics configures the tenant's resource metrics: a metrics-server addon in its kube-system, behind the APIService v1beta1.metrics.k8s.io, that capn keeps in place (Shared mode only), for kubectl top and CPU and memory autoscaling.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.MetricsSpec{}.OpenAPIModelName()),
+						},
+					},
 					"sleep": {
 						SchemaProps: spec.SchemaProps{
 							Description: "sleep puts the control plane to sleep: see SleepSpec.",
@@ -1603,7 +1639,7 @@ func schema_pkg_apis_capn_v1alpha1_NestedClusterSpec(ref common.ReferenceCallbac
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DNSSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName(), v1alpha1.RestoreSource{}.OpenAPIModelName(), v1alpha1.SleepSpec{}.OpenAPIModelName()},
+			v1alpha1.APIServerSpec{}.OpenAPIModelName(), v1alpha1.ClusterNetwork{}.OpenAPIModelName(), v1alpha1.ComponentSpec{}.OpenAPIModelName(), v1alpha1.DNSSpec{}.OpenAPIModelName(), v1alpha1.DataPlaneSpec{}.OpenAPIModelName(), v1alpha1.EtcdSpec{}.OpenAPIModelName(), v1alpha1.MetricsSpec{}.OpenAPIModelName(), v1alpha1.RestoreSource{}.OpenAPIModelName(), v1alpha1.SleepSpec{}.OpenAPIModelName()},
 	}
 }
 

@@ -47,13 +47,18 @@ func Bindings() []*rbacac.ClusterRoleBindingApplyConfiguration {
 			WithRoleRef(rbacac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(role)).
 			WithSubjects(rbacac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(kind).WithName(subject))
 	}
-	coredns := bind(CoreDNSRole, CoreDNSRole, rbacv1.ServiceAccountKind, dnsServiceAccount)
-	coredns.Subjects[0].WithAPIGroup("").WithNamespace(dnsNamespace)
+	bindSA := func(name, role, namespace, sa string) *rbacac.ClusterRoleBindingApplyConfiguration {
+		b := bind(name, role, rbacv1.ServiceAccountKind, sa)
+		b.Subjects[0].WithAPIGroup("").WithNamespace(namespace)
+		return b
+	}
 	return append([]*rbacac.ClusterRoleBindingApplyConfiguration{
 		bind("capn:cluster-admins", "cluster-admin", rbacv1.GroupKind, TenantAdminsGroup),
 		bind("capn:kube-apiserver-kubelet-client", "system:kubelet-api-admin", rbacv1.UserKind, names.KubeletClientCommonName),
 		bind(TenantSyncerRole, TenantSyncerRole, rbacv1.UserKind, pki.SyncerUser),
-		coredns,
+		bindSA(CoreDNSRole, CoreDNSRole, dnsNamespace, dnsServiceAccount),
+		bindSA(MetricsServerRole, MetricsServerRole, metricsNamespace, metricsServiceAccount),
+		bindSA(MetricsAuthDelegatorBinding, "system:auth-delegator", metricsNamespace, metricsServiceAccount),
 	}, joinBindings()...)
 }
 
@@ -102,6 +107,15 @@ func TenantSyncerRules() []*rbacac.PolicyRuleApplyConfiguration {
 		rule("admissionregistration.k8s.io", []string{"mutatingwebhookconfigurations"}, "create"),
 		rule("admissionregistration.k8s.io", []string{"mutatingwebhookconfigurations"}, append(read, "update", "patch")...).
 			WithResourceNames(v1alpha1.ComponentSyncer),
+		// The virtual Nodes' resource metrics are served to bearer
+		// tokens the tenant apiserver authenticates and authorizes for
+		// nodes/metrics, as a kubelet does.
+		rule("authentication.k8s.io", []string{"tokenreviews"}, "create"),
+		rule("authorization.k8s.io", []string{"subjectaccessreviews"}, "create"),
+		// The metrics addon's APIService, by name as the webhook's.
+		rule("apiregistration.k8s.io", []string{"apiservices"}, "create"),
+		rule("apiregistration.k8s.io", []string{"apiservices"}, append(read, "update", "patch", "delete")...).
+			WithResourceNames(names.MetricsAPIServiceName),
 	}
 }
 
@@ -240,7 +254,9 @@ func Bootstrap(ctx context.Context, tenant kubernetes.Interface) (bool, error) {
 	for _, r := range tenantRoles() {
 		if err := step("ClusterRole", *r.Name, func() (bool, error) {
 			live, err := rbac.ClusterRoles().Get(ctx, *r.Name, metav1.GetOptions{})
-			return err == nil && rulesMatch(live.Rules, r.Rules), err
+			// Labels too: the aggregation labels are what grant a role's
+			// rules to view, edit and admin.
+			return err == nil && rulesMatch(live.Rules, r.Rules) && labelsInclude(live.Labels, r.Labels), err
 		}, func() error { _, err := rbac.ClusterRoles().Apply(ctx, r, opts); return err }); err != nil {
 			return changed, err
 		}
@@ -295,6 +311,16 @@ func rulesMatch(live []rbacv1.PolicyRule, want []rbacac.PolicyRuleApplyConfigura
 		l := live[i]
 		if !slices.Equal(l.APIGroups, w.APIGroups) || !slices.Equal(l.Resources, w.Resources) || !slices.Equal(l.Verbs, w.Verbs) ||
 			!slices.Equal(l.ResourceNames, w.ResourceNames) || len(l.NonResourceURLs) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// labelsInclude reports whether live carries every label of want.
+func labelsInclude(live, want map[string]string) bool {
+	for k, v := range want {
+		if lv, ok := live[k]; !ok || lv != v {
 			return false
 		}
 	}

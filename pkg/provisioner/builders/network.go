@@ -25,6 +25,10 @@ type Network struct {
 	// name these, not the ClusterIP. Empty allows the syncer ports 443
 	// and 6443 anywhere.
 	ManagementAPIServer []netip.AddrPort
+	// Kubelets are the management Nodes' kubelet endpoints (InternalIP and
+	// kubelet port), whose /metrics/resource each syncer reads for its
+	// virtual Nodes. Empty allows the syncer port 10250 anywhere.
+	Kubelets []netip.AddrPort
 	// APIServerEgressCIDRs are where a tenant kube-apiserver may connect
 	// besides its own cluster's pods: an external etcd or an etcd pool
 	// outside the management cluster, OIDC issuers, joined nodes'
@@ -89,11 +93,29 @@ func apiServerEgress(nc *v1alpha1.NestedCluster, p Params) []networkingv1.Networ
 // managementAPIServerEgress is the syncer's rule to the management
 // kube-apiserver.
 func managementAPIServerEgress(p Params) []networkingv1.NetworkPolicyEgressRule {
-	if len(p.Network.ManagementAPIServer) == 0 {
-		return []networkingv1.NetworkPolicyEgressRule{{Ports: tcpPorts(443, 6443)}}
+	return addrPortRules(p.Network.ManagementAPIServer, 443, 6443)
+}
+
+// defaultKubeletPort is where kubelets serve when the provider names no
+// endpoints.
+const defaultKubeletPort = 10250
+
+// kubeletEgress is the syncer's rule to the host kubelets' resource
+// metrics. The port alone is the fallback: a syncer that cannot reach the
+// kubelets serves no metrics, while the rest of the syncer works either
+// way.
+func kubeletEgress(p Params) []networkingv1.NetworkPolicyEgressRule {
+	return addrPortRules(p.Network.Kubelets, defaultKubeletPort)
+}
+
+// addrPortRules allows each endpoint on its port; none allows fallbackPorts
+// at any address.
+func addrPortRules(endpoints []netip.AddrPort, fallbackPorts ...int) []networkingv1.NetworkPolicyEgressRule {
+	if len(endpoints) == 0 {
+		return []networkingv1.NetworkPolicyEgressRule{{Ports: tcpPorts(fallbackPorts...)}}
 	}
 	var rules []networkingv1.NetworkPolicyEgressRule
-	for _, ap := range p.Network.ManagementAPIServer {
+	for _, ap := range endpoints {
 		rules = append(rules, ipBlockRule(netip.PrefixFrom(ap.Addr(), ap.Addr().BitLen()), int(ap.Port())))
 	}
 	return rules

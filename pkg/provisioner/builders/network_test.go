@@ -181,3 +181,62 @@ func TestWorkloadBaselineStepsBackFromIsolatedPods(t *testing.T) {
 	assert.False(t, withinNamespace(map[string]string{names.EgressIsolatedLabel: "true"}, networkingv1.PolicyTypeEgress))
 	assert.True(t, withinNamespace(map[string]string{names.EgressIsolatedLabel: "true"}, networkingv1.PolicyTypeIngress))
 }
+
+// The syncer reads each host kubelet's resource metrics at the endpoint
+// the provider names (one address, its port); none named, port 10250 at
+// any address.
+func TestSyncerEgressToKubelets(t *testing.T) {
+	assert.Equal(t, []networkingv1.NetworkPolicyEgressRule{{Ports: tcpPorts(10250)}}, kubeletEgress(Params{}))
+	p := Params{Network: Network{Kubelets: []netip.AddrPort{
+		netip.MustParseAddrPort("10.0.0.7:10250"), netip.MustParseAddrPort("[2001:db8::7]:10255")}}}
+	got := kubeletEgress(p)
+	require.Len(t, got, 2)
+	assert.Equal(t, "10.0.0.7/32", got[0].To[0].IPBlock.CIDR)
+	assert.Equal(t, 10250, got[0].Ports[0].Port.IntValue())
+	assert.Equal(t, "2001:db8::7/128", got[1].To[0].IPBlock.CIDR)
+	assert.Equal(t, 10255, got[1].Ports[0].Port.IntValue())
+
+	nc := decodeNestedCluster(t, "testdata/shared/input.yaml")
+	np := syncerNetworkPolicy(nc, p)
+	for _, want := range got {
+		assert.Contains(t, np.Spec.Egress, want)
+	}
+}
+
+// The tenant's metrics-server, a pod of the workload namespace, reaches
+// its syncer on the metrics port and on no other: the kubelet API (exec,
+// logs) and the Service webhook stay the tenant apiserver's.
+func TestWorkloadsReachTheSyncerOnTheMetricsPortOnly(t *testing.T) {
+	nc := decodeNestedCluster(t, "testdata/shared/input.yaml")
+	wns := provisioner.WorkloadNamespace(nc)
+	np := syncerNetworkPolicy(nc, defaultParams)
+	var fromWorkloads []networkingv1.NetworkPolicyIngressRule
+	for _, r := range np.Spec.Ingress {
+		if slices.ContainsFunc(r.From, func(p networkingv1.NetworkPolicyPeer) bool {
+			return p.NamespaceSelector != nil && p.NamespaceSelector.MatchLabels[corev1.LabelMetadataName] == wns
+		}) {
+			fromWorkloads = append(fromWorkloads, r)
+		}
+	}
+	require.Len(t, fromWorkloads, 1)
+	assert.Equal(t, tcpPorts(cmdsyncer.KubeletMetricsPort), fromWorkloads[0].Ports)
+	require.Len(t, fromWorkloads[0].From, 1)
+	assert.Nil(t, fromWorkloads[0].From[0].PodSelector, "every pod of the workload namespace: metrics-server is the tenant's")
+
+	base := find[*networkingv1.NetworkPolicy](WorkloadNamespace(nc, defaultParams), WorkloadPolicyName)
+	require.NotNil(t, base)
+	cpNamespace := provisioner.NamespaceOf(nc, defaultParams.Addresses())
+	var toSyncer bool
+	for _, r := range base.Spec.Egress {
+		for _, peer := range r.To {
+			if peer.PodSelector == nil || peer.PodSelector.MatchLabels[v1alpha1.ComponentLabel] != v1alpha1.ComponentSyncer {
+				continue
+			}
+			toSyncer = true
+			assert.Equal(t, cpNamespace, peer.NamespaceSelector.MatchLabels[corev1.LabelMetadataName])
+			assert.Equal(t, nc.Name, peer.PodSelector.MatchLabels[v1alpha1.ClusterLabel])
+			assert.Equal(t, tcpPorts(cmdsyncer.KubeletMetricsPort), r.Ports)
+		}
+	}
+	assert.True(t, toSyncer, "the workload baseline lets no pod reach the syncer's metrics")
+}

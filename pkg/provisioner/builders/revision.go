@@ -39,7 +39,16 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	   requires it (WebhookClientCertTemplateRevision); its syncer runs
 //	   tenant containers with imagePullPolicy Always unless the provider
 //	   lists their image (PullAlwaysTemplateRevision).
-const LatestTemplateRevision = 5
+//	6: a Shared tenant's syncer keeps the metrics-server addon unless
+//	   spec.metrics.mode is None, and serves the virtual Nodes' resource
+//	   metrics on its own port (MetricsTemplateRevision).
+const LatestTemplateRevision = 6
+
+// MetricsTemplateRevision is the first revision whose syncer runs the
+// metrics addon by default. A running syncer gets it when its pod rolls
+// anyway; a tenant that asks for the addon in spec.metrics gets it at any
+// revision, since that spec change rolls the syncer regardless.
+const MetricsTemplateRevision = 6
 
 // WebhookClientCertTemplateRevision is the first revision whose
 // kube-apiserver presents a client certificate to webhooks. The syncer

@@ -48,6 +48,9 @@ type DataPlane struct {
 	// forwards outside names to; empty forwards nothing.
 	DNSImage     string
 	DNSUpstreams []string
+	// MetricsImage is the metrics addon's image unless spec.metrics.image
+	// names one; empty means versions.MetricsServerImage.
+	MetricsImage string
 	// PullAlways and CachedImages are the syncer's --pull-always and
 	// --cached-images (red-team finding 6), from template revision 5 on.
 	PullAlways   bool
@@ -65,11 +68,14 @@ const DefaultSyncerImage = "capn.dev/capn-syncer:dev"
 // syncerHealthPort serves the syncer's /healthz and /readyz;
 // syncerWebhookPort the tenant's Service admission webhook and
 // syncerKubeletPort the virtual Nodes' kubelet API (both HTTPS, called by
-// the tenant apiserver at the leader's pod IP).
+// the tenant apiserver at the leader's pod IP); syncerMetricsPort their
+// resource metrics, scraped by the tenant's metrics-server from the
+// workload namespace.
 const (
 	syncerHealthPort  = cmdsyncer.HealthPort
 	syncerWebhookPort = cmdsyncer.WebhookPort
 	syncerKubeletPort = cmdsyncer.KubeletPort
+	syncerMetricsPort = cmdsyncer.KubeletMetricsPort
 )
 
 // DefaultWorkloadQuota is the workload namespace's quota when the
@@ -178,13 +184,23 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 			flags[cmdsyncer.FlagDNSUpstreams] = strings.Join(dp.DNSUpstreams, ",")
 		}
 	}
+	ports := []corev1.ContainerPort{tcpPort("health", syncerHealthPort), tcpPort("webhook", syncerWebhookPort), tcpPort("kubelet", syncerKubeletPort)}
+	if renderMetrics(nc, p) {
+		on := metricsOn(nc)
+		flags[cmdsyncer.FlagMetricsAddon] = strconv.FormatBool(on)
+		flags[cmdsyncer.FlagKubeletMetricsBindAddress] = ":" + strconv.Itoa(syncerMetricsPort)
+		if on {
+			flags[cmdsyncer.FlagMetricsImage] = metricsImage(nc, dp)
+		}
+		ports = append(ports, tcpPort("kubelet-metrics", syncerMetricsPort))
+	}
 	maps.Copy(flags, nc.Spec.Syncer.ExtraArgs) // validation refused owned flags
 	c := corev1.Container{
 		Name:           component,
 		Image:          image,
 		Command:        []string{component},
 		Args:           cmdsyncer.Args(flags),
-		Ports:          []corev1.ContainerPort{tcpPort("health", syncerHealthPort), tcpPort("webhook", syncerWebhookPort), tcpPort("kubelet", syncerKubeletPort)},
+		Ports:          ports,
 		ReadinessProbe: httpProbe("/readyz", syncerHealthPort, 2, 3),
 		LivenessProbe:  httpProbe("/healthz", syncerHealthPort, 10, 6),
 		VolumeMounts:   []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
@@ -224,6 +240,35 @@ func dnsImage(nc *v1alpha1.NestedCluster, dp DataPlane) string {
 	return versions.CoreDNSImage
 }
 
+// metricsOn reports whether the tenant keeps the metrics addon: unless it
+// said None (the builders render Shared tenants only).
+func metricsOn(nc *v1alpha1.NestedCluster) bool {
+	return nc.Spec.Metrics.Mode != v1alpha1.MetricsNone
+}
+
+// renderMetrics reports whether the syncer's template carries the metrics
+// flags and port: from MetricsTemplateRevision on, or earlier when the
+// tenant asked for the addon itself. A syncer rendered before the addon
+// existed runs without it (its default is off), so leaving the flags out
+// keeps its template, and its pods, as they are.
+func renderMetrics(nc *v1alpha1.NestedCluster, p Params) bool {
+	m := nc.Spec.Metrics
+	return p.revision(v1alpha1.ComponentSyncer) >= MetricsTemplateRevision ||
+		m.Mode == v1alpha1.MetricsServer || m.Image != ""
+}
+
+// metricsImage is the tenant's metrics-server image, chosen as dnsImage
+// chooses CoreDNS's.
+func metricsImage(nc *v1alpha1.NestedCluster, dp DataPlane) string {
+	switch {
+	case nc.Spec.Metrics.Image != "":
+		return nc.Spec.Metrics.Image
+	case dp.MetricsImage != "":
+		return dp.MetricsImage
+	}
+	return versions.MetricsServerImage
+}
+
 // hostNodeSelector ANDs the provider's selector with the tenant's: the
 // tenant can only choose among the nodes the provider offers (a key both
 // set to different values selects nothing).
@@ -238,21 +283,34 @@ func hostNodeSelector(provider, tenant map[string]string) string {
 }
 
 // syncerNetworkPolicy: the syncer talks to the tenant apiserver (this
-// namespace) and to the management apiserver, at the endpoints
-// managementAPIServerEgress names. Only the tenant apiserver reaches it, at the
-// Service webhook and the virtual Nodes' kubelet API (and the kubelet's
-// probes, which policy does not see).
+// namespace), to the management apiserver, at the endpoints
+// managementAPIServerEgress names, and to the host kubelets, at those
+// kubeletEgress names. Only the tenant apiserver reaches it at the Service
+// webhook and the virtual Nodes' kubelet API (and the kubelet's probes,
+// which policy does not see); the tenant's metrics-server, a pod of the
+// workload namespace, reaches the virtual Nodes' resource metrics on a
+// port of their own. The metrics rules stay whether or not the addon
+// runs, so that turning it on or off changes no policy.
 func syncerNetworkPolicy(nc *v1alpha1.NestedCluster, p Params) *networkingv1.NetworkPolicy {
+	egress := []networkingv1.NetworkPolicyEgressRule{
+		{To: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.APIServerPort)},
+	}
+	egress = append(egress, managementAPIServerEgress(p)...)
+	egress = append(egress, kubeletEgress(p)...)
 	return networkPolicy(objectMeta(nc, p, NetworkPolicySyncer, v1alpha1.ComponentSyncer), networkingv1.NetworkPolicySpec{
 		PodSelector: podSelector(nc, v1alpha1.ComponentSyncer),
 		PolicyTypes: bothPolicyTypes,
-		Ingress: []networkingv1.NetworkPolicyIngressRule{{
-			From:  []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)},
-			Ports: tcpPorts(syncerWebhookPort, syncerKubeletPort),
-		}},
-		Egress: append([]networkingv1.NetworkPolicyEgressRule{
-			{To: []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)}, Ports: tcpPorts(profiles.APIServerPort)},
-		}, managementAPIServerEgress(p)...),
+		Ingress: []networkingv1.NetworkPolicyIngressRule{
+			{
+				From:  []networkingv1.NetworkPolicyPeer{componentPeer(nc, v1alpha1.ComponentAPIServer)},
+				Ports: tcpPorts(syncerWebhookPort, syncerKubeletPort),
+			},
+			{
+				From:  []networkingv1.NetworkPolicyPeer{namespacePeer(provisioner.WorkloadNamespace(nc))},
+				Ports: tcpPorts(syncerMetricsPort),
+			},
+		},
+		Egress: egress,
 	})
 }
 
@@ -291,14 +349,25 @@ func WorkloadNamespace(nc *v1alpha1.NestedCluster, p Params) []Object {
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: cpNamespace}},
 		PodSelector:       &apiServer,
 	}
+	syncer := podSelector(nc, v1alpha1.ComponentSyncer)
+	syncerPeer := networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: apiServerPeer.NamespaceSelector,
+		PodSelector:       &syncer,
+	}
 	// The tenant apiserver reaches every port of its workloads (webhooks,
 	// aggregated APIs, pods/proxy and services/proxy), and they reach it:
-	// always, as a cluster's own apiserver is always reachable.
+	// always, as a cluster's own apiserver is always reachable. So do the
+	// virtual Nodes' resource metrics, which the tenant's metrics-server
+	// scrapes from its syncer (that port only): a tenant policy that
+	// isolates metrics-server must not hide its nodes.
 	policy := networkPolicy(meta(WorkloadPolicyName), networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{},
 		PolicyTypes: bothPolicyTypes,
 		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{apiServerPeer}}},
-		Egress:      []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{apiServerPeer}, Ports: tcpPorts(profiles.APIServerPort)}},
+		Egress: []networkingv1.NetworkPolicyEgressRule{
+			{To: []networkingv1.NetworkPolicyPeer{apiServerPeer}, Ports: tcpPorts(profiles.APIServerPort)},
+			{To: []networkingv1.NetworkPolicyPeer{syncerPeer}, Ports: tcpPorts(syncerMetricsPort)},
+		},
 	})
 	// Within the tenant, everything, as in a cluster without policies,
 	// but only for pods no tenant NetworkPolicy isolates: the syncer

@@ -72,3 +72,32 @@ func TestOlderTargetRevisionRollsNothingBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, builders.LatestTemplateRevision, builders.RevisionOf(kcm))
 }
+
+// The metrics addon arrives with revision 6: a Shared tenant whose syncer
+// runs at 5 is not rolled by the upgrade alone; asking for the addon in
+// spec.metrics rolls its syncer, to the latest revision. The older capn is
+// played by a target revision of 5, which builders'
+// TestRevision5RendersAsBefore holds to that release's output.
+func TestMetricsRevisionRollsNoSyncer(t *testing.T) {
+	nc := testCluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.DataPlane.Mode = v1alpha1.DataPlaneShared })
+	f := newFixture(t, nc)
+	f.c.cfg.TemplateRevision = builders.MetricsTemplateRevision - 1
+	f.sync()
+	f.markReady()
+	f.syncTenant()
+
+	f.c.cfg.TemplateRevision = 0
+	f.mgmt.reset()
+	f.sync()
+	assert.Empty(t, f.mgmt.writes, "the metrics revision alone rolled a tenant")
+
+	f.setCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.Metrics.Mode = v1alpha1.MetricsServer
+		nc.Generation++
+	})
+	f.sync()
+	syncer, err := f.kube.AppsV1().Deployments(managementNamespace(f.nc)).Get(context.Background(), provisioner.SyncerName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, builders.LatestTemplateRevision, builders.RevisionOf(syncer))
+	assert.Contains(t, syncer.Spec.Template.Spec.Containers[0].Args, "--metrics-addon=true")
+}

@@ -77,6 +77,11 @@ func (in ManagedEtcd) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MetricsSpec) OpenAPIModelName() string {
+	return "dev.capn.v1alpha1.MetricsSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NamespacedSecretReference) OpenAPIModelName() string {
 	return "dev.capn.v1alpha1.NamespacedSecretReference"
 }

@@ -128,3 +128,29 @@ func validateDNS(dns *capn.DNSSpec, dataPlane capn.DataPlaneMode, fldPath *field
 	}
 	return allErrs
 }
+
+var metricsModes = []capn.MetricsMode{capn.MetricsServer, capn.MetricsNone}
+
+// validateMetrics checks spec.metrics as validateDNS checks spec.dns, for
+// the same reason: the addon is a tenant workload the syncer runs, so it
+// exists only with a Shared data plane.
+func validateMetrics(m *capn.MetricsSpec, dataPlane capn.DataPlaneMode, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if m.Mode != "" && !slices.Contains(metricsModes, m.Mode) {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("mode"), m.Mode, metricsModes))
+	}
+	shared := dataPlane == capn.DataPlaneShared
+	if m.Mode == capn.MetricsServer && !shared {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("mode"), "MetricsServer only applies to spec.dataPlane.mode Shared"))
+	}
+	if m.Image != "" {
+		if !shared {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child("image"), "only applies to spec.dataPlane.mode Shared"))
+		}
+		if m.Mode == capn.MetricsNone {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child("image"), "must be empty with mode None"))
+		}
+		allErrs = append(allErrs, validateImage(fldPath.Child("image"), m.Image)...)
+	}
+	return allErrs
+}

@@ -141,6 +141,9 @@ var OwnedFlags = map[string]map[string]string{
 		cmdsyncer.FlagWebhookRequireClientCert:  "capn sets it once the tenant apiserver presents its client certificate to webhooks",
 		cmdsyncer.FlagKubeletBindAddress:        whySyncerWebhook,
 		cmdsyncer.FlagKubeletAdvertiseAddress:   whySyncerWebhook,
+		cmdsyncer.FlagMetricsAddon:              "it is set from spec.metrics.mode",
+		cmdsyncer.FlagMetricsImage:              "it is set from spec.metrics.image",
+		cmdsyncer.FlagKubeletMetricsBindAddress: "capn sets where the tenant's metrics-server scrapes the virtual Nodes, and the syncer's NetworkPolicy admits exactly that port",
 	},
 }
 

@@ -150,6 +150,7 @@ func validateNestedClusterSpec(spec *capn.NestedClusterSpec, fldPath *field.Path
 	allErrs = append(allErrs, validateComponent(&spec.Scheduler, v1alpha1.ComponentScheduler, fldPath.Child("scheduler"))...)
 	allErrs = append(allErrs, validateDataPlane(&spec.DataPlane, fldPath.Child("dataPlane"))...)
 	allErrs = append(allErrs, validateDNS(&spec.DNS, spec.DataPlane.Mode, fldPath.Child("dns"))...)
+	allErrs = append(allErrs, validateMetrics(&spec.Metrics, spec.DataPlane.Mode, fldPath.Child("metrics"))...)
 	allErrs = append(allErrs, validateSleep(&spec.Sleep, fldPath.Child("sleep"))...)
 	allErrs = append(allErrs, validateRestoreFrom(spec, fldPath.Child("restoreFrom"))...)
 	if spec.DataPlane.Mode == capn.DataPlaneShared {

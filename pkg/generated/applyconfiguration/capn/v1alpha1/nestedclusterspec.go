@@ -50,6 +50,11 @@ type NestedClusterSpecApplyConfiguration struct {
 	// dns configures the tenant's cluster DNS: a CoreDNS addon in its
 	// kube-system that capn keeps in place (Shared mode only).
 	DNS *DNSSpecApplyConfiguration `json:"dns,omitempty"`
+	// metrics configures the tenant's resource metrics: a metrics-server
+	// addon in its kube-system, behind the APIService
+	// v1beta1.metrics.k8s.io, that capn keeps in place (Shared mode only),
+	// for kubectl top and CPU and memory autoscaling.
+	Metrics *MetricsSpecApplyConfiguration `json:"metrics,omitempty"`
 	// sleep puts the control plane to sleep: see SleepSpec.
 	Sleep *SleepSpecApplyConfiguration `json:"sleep,omitempty"`
 	// paused stops the provisioner from changing anything for this cluster.
@@ -137,6 +142,14 @@ func (b *NestedClusterSpecApplyConfiguration) WithSyncer(value *ComponentSpecApp
 // If called multiple times, the DNS field is set to the value of the last call.
 func (b *NestedClusterSpecApplyConfiguration) WithDNS(value *DNSSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
 	b.DNS = value
+	return b
+}
+
+// WithMetrics sets the Metrics field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Metrics field is set to the value of the last call.
+func (b *NestedClusterSpecApplyConfiguration) WithMetrics(value *MetricsSpecApplyConfiguration) *NestedClusterSpecApplyConfiguration {
+	b.Metrics = value
 	return b
 }
 
