@@ -212,6 +212,14 @@ bench-lean: build tools images ## Idle cost of one tenant per setting on a real 
 	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_OUT=$(LEAN_OUT) CAPN_BENCH_LEAN_SETTLE=$(LEAN_SETTLE) \
 		go test -tags e2e -run '^$$' -bench '^BenchmarkLean$$' -benchtime 1x -timeout 1h -v ./test/e2e/
 
+METRICS_OUT ?= $(OUT)/bench-metrics
+METRICS_SETTLE ?= 90s
+METRICS_PODS ?= 50
+.PHONY: bench-metrics
+bench-metrics: build tools images ## The metrics addon's cost on a real node: capn-syncer's RSS and CPU with the addon on and off, idle and with METRICS_PODS pods, and metrics-server's own, over METRICS_SETTLE windows in one run; metrics.csv into METRICS_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_OUT=$(METRICS_OUT) CAPN_BENCH_METRICS_SETTLE=$(METRICS_SETTLE) CAPN_BENCH_METRICS_PODS=$(METRICS_PODS) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkMetrics$$' -benchtime 1x -timeout 1h -v ./test/e2e/
+
 DENSITY_OUT ?= $(OUT)/bench-density
 # Stop each revision's packing at this many tenants (0: until the node is full).
 DENSITY_MAX ?= 0

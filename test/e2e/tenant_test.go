@@ -29,7 +29,7 @@ import (
 // (impersonated through the management apiserver, so the request reaches
 // capn the way a real user's does) and writes it to a file. With plugin set
 // it goes through `kubectl nested kubeconfig`, else `kubectl create --raw`.
-func tenantKubeconfig(t *testing.T, k framework.Kubectl, plugin, name, user string) string {
+func tenantKubeconfig(t testing.TB, k framework.Kubectl, plugin, name, user string) string {
 	t.Helper()
 	var out string
 	if plugin != "" {
