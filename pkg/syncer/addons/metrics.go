@@ -77,7 +77,8 @@ func MetricsLabels() map[string]string {
 //     which grants reads only;
 //   - a virtual Node, as for CoreDNS: only there does its traffic reach
 //     the syncer's metrics port;
-//   - smaller requests: a tenant is small, and the addon's cost is its.
+//   - smaller requests, and a CPU limit: a tenant is small, and the
+//     addon's cost, in its quota too, is its.
 func MetricsServer(c MetricsConfig) MetricsObjects {
 	labels := MetricsLabels()
 	selector := map[string]string{names.MetricsAppLabel: names.MetricsAppValue}
@@ -103,7 +104,10 @@ func MetricsServer(c MetricsConfig) MetricsObjects {
 		WithPorts(corev1ac.ContainerPort().WithName("https").WithProtocol(corev1.ProtocolTCP).WithContainerPort(metricsServerPort)).
 		WithResources(corev1ac.ResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("48Mi")}).
-			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("200Mi")})).
+			// A CPU limit of its own: without one the workload namespace's
+			// LimitRange would give it a whole core of the tenant's
+			// limits.cpu quota.
+			WithLimits(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("200Mi")})).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp")).
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("https")).WithScheme(corev1.URISchemeHTTPS)).
