@@ -162,7 +162,10 @@ func CoreDNS(c DNSConfig) DNSObjects {
 		).
 		WithResources(corev1ac.ResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}).
-			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("170Mi")})).
+			// A CPU limit of its own, well above an idle CoreDNS's use:
+			// without one the workload namespace's LimitRange gives it a
+			// whole core of the tenant's limits.cpu quota.
+			WithLimits(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("170Mi")})).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/coredns").WithReadOnly(true)).
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/ready").WithPort(intstr.FromInt32(readyPort))).
