@@ -199,6 +199,7 @@ func testDataPlaneOnNode(t *testing.T, admin, k framework.Kubectl, node *framewo
 	t.Run("pod updates", func(t *testing.T) { testPodUpdates(t, tenants[0]) })
 	// mem keeps the StatefulSet for its sleep and wake (testSleepWake).
 	t.Run("storage", func(t *testing.T) { t.Logf("numbers: storage: %s", testTenantStorage(t, admin, tenants[1])) })
+	t.Run("selectorless endpoints", func(t *testing.T) { testSelectorlessEndpoints(t, admin, tenants[0], tenants[1]) })
 	t.Run("metrics", func(t *testing.T) {
 		t.Logf("numbers: metrics: %s", testTenantMetrics(t, tenants[0], tenants[1]))
 		testMetricsOff(t, k, tenants[0])

@@ -103,7 +103,11 @@ func TenantSyncerRules() []*rbacac.PolicyRuleApplyConfiguration {
 		rule("", []string{"endpoints"}, "create"),
 		rule("", []string{"endpoints"}, append(read, "update", "patch")...).WithResourceNames(names.APIServerService),
 		rule("discovery.k8s.io", []string{"endpointslices"}, "create"),
-		rule("discovery.k8s.io", []string{"endpointslices"}, append(read, "update", "patch")...).WithResourceNames(names.APIServerService),
+		rule("discovery.k8s.io", []string{"endpointslices"}, "update", "patch").WithResourceNames(names.APIServerService),
+		// Every slice is read: the hand-made ones of selectorless
+		// Services are served on the host (the informer leaves out the
+		// endpointslice controller's by label).
+		rule("discovery.k8s.io", []string{"endpointslices"}, read...),
 		rule("admissionregistration.k8s.io", []string{"mutatingwebhookconfigurations"}, "create"),
 		rule("admissionregistration.k8s.io", []string{"mutatingwebhookconfigurations"}, append(read, "update", "patch")...).
 			WithResourceNames(v1alpha1.ComponentSyncer),

@@ -168,6 +168,7 @@ func (s *Syncer) kinds() []kindSyncer {
 		&storageClassKind{Syncer: s},
 		&apiEndpointsKind{Syncer: s},
 		&metricsKind{Syncer: s},
+		&endpointSliceKind{Syncer: s},
 	}
 }
 

@@ -53,8 +53,9 @@ func ServiceSelector(tenantNamespace string, tenant map[string]string) map[strin
 // HostService is the host Service of a tenant Service: the same ClusterIP
 // (allocated on the host first and given to the tenant Service), ports,
 // and a selector for the tenant selector's synced pods in the tenant's
-// namespace only. A tenant Service without a selector gets none (its
-// endpoints are the tenant's business and are not synced); ExternalName
+// namespace only. A tenant Service without a selector gets none: its
+// endpoints are the tenant's hand-made EndpointSlices, which
+// HostEndpointSlice serves with the tenant's own pods only; ExternalName
 // needs no host object (nil, nil). NodePort and LoadBalancer would open
 // the provider's nodes and load balancers to a tenant, and externalIPs
 // capture other traffic (CVE-2020-8554): all refused.
