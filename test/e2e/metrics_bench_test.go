@@ -35,7 +35,9 @@ spec:
       - name: idle
         image: capn.dev/capn-testserver:dev
         args: [serve]
-        resources: {requests: {cpu: 1m, memory: 8Mi}, limits: {cpu: 20m, memory: 32Mi}}
+        resources:
+          requests: {cpu: 1m, memory: 8Mi, ephemeral-storage: 8Mi}
+          limits: {cpu: 20m, memory: 32Mi, ephemeral-storage: 16Mi}
 `
 
 // BenchmarkMetrics measures what the metrics addon costs, on a real node,
@@ -67,9 +69,13 @@ func BenchmarkMetrics(b *testing.B) {
 	framework.DeployCapnWith(b, c, node, admin, repoFile(b, ""), framework.CapnDeployOptions{})
 	k := admin
 	k.Namespace = "default"
+	// alice asks for the tenant kubeconfigs, as a user of the edit role.
+	admin.MustRun(b, "", "create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", "default")
 
 	b.ResetTimer()
-	variants := []struct{ name, spec string }{{"mon", "{}"}, {"moff", "{metrics: {mode: None}}"}}
+	// Room for the load beside the addons in the workload quota.
+	quota := fmt.Sprintf("dataPlane: {quota: {pods: %q}}", strconv.Itoa(pods+10))
+	variants := []struct{ name, spec string }{{"mon", "{" + quota + "}"}, {"moff", "{" + quota + ", metrics: {mode: None}}"}}
 	tenants := map[string]dataPlaneTenant{}
 	for _, v := range variants {
 		k.MustRun(b, fmt.Sprintf("apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata: {name: %s}\nspec: %s\n", v.name, v.spec), "create", "-f", "-")
