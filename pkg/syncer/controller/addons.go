@@ -2,6 +2,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -59,4 +62,33 @@ func (s *Syncer) addonDeployments(r *registrar, mine func(any) bool, enqueue fun
 	})
 	handle(sas.Informer(), add)
 	return deps.Lister(), sas.Lister()
+}
+
+// addonObject is one object of an addon: how to read it from a cache and
+// how to delete it.
+type addonObject struct {
+	get func() (metav1.Object, error)
+	del func() error
+}
+
+// removeAddon deletes, in order, the objects that exist and carry the
+// syncer's managed-by label: a tenant's own object of the same name is
+// not capn's to remove.
+func removeAddon(addon string, objs []addonObject) error {
+	for _, o := range objs {
+		m, err := o.get()
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if m.GetLabels()[managedByLabel] != names.ManagedByValue {
+			continue
+		}
+		if err := o.del(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the %s addon: %w", addon, err)
+		}
+	}
+	return nil
 }

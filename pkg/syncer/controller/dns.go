@@ -151,12 +151,8 @@ func (k *dnsKind) sync(ctx context.Context, _ string) error {
 // tenant's own kube-dns or coredns is not capn's to remove.
 func (k *dnsKind) removeDNS(ctx context.Context) error {
 	ns, tenant := names.DNSNamespace, k.o.Tenant
-	type target struct {
-		get func() (metav1.Object, error)
-		del func() error
-	}
 	opts := metav1.DeleteOptions{}
-	for _, t := range []target{
+	return removeAddon("DNS", []addonObject{
 		{func() (metav1.Object, error) { return k.deployments.Deployments(ns).Get(names.DNSName) },
 			func() error { return tenant.AppsV1().Deployments(ns).Delete(ctx, names.DNSName, opts) }},
 		{func() (metav1.Object, error) { return k.tenantServices.Services(ns).Get(names.DNSServiceName) },
@@ -165,22 +161,7 @@ func (k *dnsKind) removeDNS(ctx context.Context) error {
 			func() error { return tenant.CoreV1().ConfigMaps(ns).Delete(ctx, names.DNSName, opts) }},
 		{func() (metav1.Object, error) { return k.serviceAccounts.ServiceAccounts(ns).Get(names.DNSName) },
 			func() error { return tenant.CoreV1().ServiceAccounts(ns).Delete(ctx, names.DNSName, opts) }},
-	} {
-		m, err := t.get()
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if m.GetLabels()[managedByLabel] != names.ManagedByValue {
-			continue
-		}
-		if err := t.del(); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing the DNS addon: %w", err)
-		}
-	}
-	return nil
+	})
 }
 
 // webhookRegistered reports whether the tenant's Service webhook

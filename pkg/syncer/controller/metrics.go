@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -135,43 +134,23 @@ func (k *metricsKind) sync(ctx context.Context, _ string) error {
 // that is about to go.
 func (k *metricsKind) remove(ctx context.Context) error {
 	ns, name, tenant := names.MetricsNamespace, names.MetricsServerName, k.o.Tenant
-	type target struct {
-		get func() (metav1.Object, error)
-		del func() error
-	}
 	opts := metav1.DeleteOptions{}
-	var targets []target
+	var objs []addonObject
 	if k.apiServices != nil {
-		targets = append(targets, target{
+		objs = append(objs, addonObject{
 			func() (metav1.Object, error) { return k.apiServices.Get(names.MetricsAPIServiceName) },
 			func() error {
 				return k.o.TenantAggregator.ApiregistrationV1().APIServices().Delete(ctx, names.MetricsAPIServiceName, opts)
 			}})
 	}
-	targets = append(targets,
-		target{func() (metav1.Object, error) { return k.deployments.Deployments(ns).Get(name) },
+	return removeAddon("metrics", append(objs,
+		addonObject{func() (metav1.Object, error) { return k.deployments.Deployments(ns).Get(name) },
 			func() error { return tenant.AppsV1().Deployments(ns).Delete(ctx, name, opts) }},
-		target{func() (metav1.Object, error) { return k.tenantServices.Services(ns).Get(name) },
+		addonObject{func() (metav1.Object, error) { return k.tenantServices.Services(ns).Get(name) },
 			func() error { return tenant.CoreV1().Services(ns).Delete(ctx, name, opts) }},
-		target{func() (metav1.Object, error) { return k.serviceAccounts.ServiceAccounts(ns).Get(name) },
+		addonObject{func() (metav1.Object, error) { return k.serviceAccounts.ServiceAccounts(ns).Get(name) },
 			func() error { return tenant.CoreV1().ServiceAccounts(ns).Delete(ctx, name, opts) }},
-	)
-	for _, t := range targets {
-		m, err := t.get()
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if m.GetLabels()[managedByLabel] != names.ManagedByValue {
-			continue
-		}
-		if err := t.del(); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing the metrics addon: %w", err)
-		}
-	}
-	return nil
+	))
 }
 
 // port is the metrics listener's port, from its bind address.
