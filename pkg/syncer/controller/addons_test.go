@@ -24,7 +24,9 @@ func TestRemoveAddonDeletesOnlyTheSyncers(t *testing.T) {
 		return addonObject{func() (metav1.Object, error) { return m, nil }, func() error { deleted = append(deleted, name); return nil }}
 	}
 	gone := addonObject{
-		func() (metav1.Object, error) { return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, "gone") },
+		func() (metav1.Object, error) {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, "gone")
+		},
 		func() error { t.Fatal("deleted an object that is not there"); return nil }}
 	require.NoError(t, removeAddon("test", []addonObject{obj("capn", true), gone, obj("tenants-own", false), obj("sa", true)}))
 	assert.Equal(t, []string{"capn", "sa"}, deleted)
