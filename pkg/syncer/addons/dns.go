@@ -173,13 +173,7 @@ func CoreDNS(c DNSConfig) DNSObjects {
 		WithLivenessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/health").WithPort(intstr.FromInt32(healthPort))).
 			WithInitialDelaySeconds(10).WithPeriodSeconds(10).WithFailureThreshold(5)).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithRunAsNonRoot(true).
-			WithRunAsUser(nonRootUID).WithRunAsGroup(nonRootUID).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+		WithSecurityContext(restricted(nonRootUID))
 
 	deploy := appsv1ac.Deployment(names.DNSName, names.DNSNamespace).WithLabels(labels).
 		WithSpec(appsv1ac.DeploymentSpec().
@@ -202,4 +196,16 @@ func CoreDNS(c DNSConfig) DNSObjects {
 					WithVolumes(corev1ac.Volume().WithName("config").
 						WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(names.DNSName))))))
 	return DNSObjects{ServiceAccount: sa, ConfigMap: cm, Service: svc, Deployment: deploy}
+}
+
+// restricted is an addon container's security context: what Pod
+// Security's restricted level asks, as uid, with a read-only root.
+func restricted(uid int64) *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithRunAsNonRoot(true).
+		WithRunAsUser(uid).WithRunAsGroup(uid).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
 }

@@ -115,13 +115,7 @@ func MetricsServer(c MetricsConfig) MetricsObjects {
 		WithLivenessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/livez").WithPort(intstr.FromString("https")).WithScheme(corev1.URISchemeHTTPS)).
 			WithInitialDelaySeconds(20).WithPeriodSeconds(10).WithFailureThreshold(3)).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithRunAsNonRoot(true).
-			WithRunAsUser(metricsServerUID).WithRunAsGroup(metricsServerUID).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+		WithSecurityContext(restricted(metricsServerUID))
 
 	deploy := appsv1ac.Deployment(name, ns).WithLabels(labels).
 		WithSpec(appsv1ac.DeploymentSpec().
