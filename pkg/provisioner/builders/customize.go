@@ -36,11 +36,19 @@ func customize(tpl *corev1.PodTemplateSpec, component string, spec *v1alpha1.Com
 		return nil
 	}
 	ours := tpl.ObjectMeta.DeepCopy()
-	merged, err := mergePodTemplate(tpl, spec.PodTemplate)
+	patch, tuned := splitTunableEnv(spec.PodTemplate, c.Name)
+	merged, err := mergePodTemplate(tpl, patch)
 	if err != nil {
 		return fmt.Errorf("%s: podTemplate: %w", component, err)
 	}
 	*tpl = *merged
+	for i := range tpl.Spec.Containers {
+		if tpl.Spec.Containers[i].Name == c.Name {
+			if err := addEnv(&tpl.Spec.Containers[i], tuned); err != nil {
+				return fmt.Errorf("%s: podTemplate: %w", component, err)
+			}
+		}
+	}
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
 	}
@@ -107,6 +115,32 @@ next:
 		c.Env = append(c.Env, *e.DeepCopy())
 	}
 	return nil
+}
+
+// splitTunableEnv takes the tunable variables (tunableEnv) out of the
+// template's entry for capn's container. A strategic merge merges an env
+// entry field by field, so a template's GOMEMLIMIT value over capn's
+// valueFrom would leave both set, which the API refuses; addEnv replaces
+// them whole instead, as it does for spec.env.
+func splitTunableEnv(patch *corev1.PodTemplateSpec, container string) (*corev1.PodTemplateSpec, []corev1.EnvVar) {
+	var tuned []corev1.EnvVar
+	out := patch.DeepCopy()
+	for i := range out.Spec.Containers {
+		pc := &out.Spec.Containers[i]
+		if pc.Name != container || len(pc.Env) == 0 {
+			continue
+		}
+		kept := pc.Env[:0]
+		for _, e := range pc.Env {
+			if tunableEnv[e.Name] {
+				tuned = append(tuned, e)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		pc.Env = kept
+	}
+	return out, tuned
 }
 
 // mergePodTemplate strategic-merges patch over base, as `kubectl patch`

@@ -80,3 +80,21 @@ func TestTenantEnvReplacesTheLeanSettings(t *testing.T) {
 	c := corev1.Container{Env: []corev1.EnvVar{{Name: "CAPN_POD_IP", Value: "x"}}}
 	assert.Error(t, addEnv(&c, []corev1.EnvVar{{Name: "CAPN_POD_IP", Value: "y"}}))
 }
+
+// The podTemplate's env tunes them too, and replaces capn's entry whole:
+// merged field by field, a GOMEMLIMIT value would sit beside capn's
+// valueFrom, which the API refuses (found by FuzzPodTemplateMerge).
+func TestPodTemplateEnvReplacesTheLeanSettings(t *testing.T) {
+	nc := cluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.APIServer.PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "kube-apiserver",
+			Env:  []corev1.EnvVar{{Name: EnvGOGC, Value: "0"}, {Name: EnvGOMEMLIMIT, Value: "1GiB"}, {Name: "EXTRA", Value: "x"}},
+		}}}}
+	})
+	objs, err := All(nc, Params{})
+	require.NoError(t, err)
+	env := envOf(t, objs, "kube-apiserver")
+	assert.Equal(t, corev1.EnvVar{Name: EnvGOGC, Value: "0"}, env[EnvGOGC])
+	assert.Equal(t, corev1.EnvVar{Name: EnvGOMEMLIMIT, Value: "1GiB"}, env[EnvGOMEMLIMIT])
+	assert.Equal(t, "x", env["EXTRA"].Value)
+}
