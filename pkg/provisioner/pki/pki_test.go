@@ -3,7 +3,6 @@ package pki
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rsa"
 	"crypto/x509"
 	"maps"
 	"slices"
@@ -46,8 +45,8 @@ func TestGenerateCAs(t *testing.T) {
 		seen[string(ca.KeyPEM)] = true
 	}
 	sa := cas.ServiceAccount
-	if k, ok := sa.Key.(*rsa.PrivateKey); !ok || k.N.BitLen() != 2048 {
-		t.Errorf("service-account key %T, want RSA 2048", sa.Key)
+	if k, ok := sa.Key.(*ecdsa.PrivateKey); !ok || k.Curve != elliptic.P256() {
+		t.Errorf("service-account key %T, want ECDSA P-256", sa.Key)
 	}
 	pubs, err := keyutil.ParsePublicKeysPEM(sa.PublicPEM)
 	if err != nil || len(pubs) != 1 || !samePublic(sa.Key.Public(), pubs[0]) {

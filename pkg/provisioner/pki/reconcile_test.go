@@ -1,11 +1,16 @@
 package pki
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"maps"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
@@ -161,6 +166,22 @@ func TestReconcileNeverRegeneratesCAs(t *testing.T) {
 	if !reflect.DeepEqual(after[provisioner.SecretServiceAccount], base(t)[provisioner.SecretServiceAccount]) {
 		t.Error("sa.pub was not restored from sa.key")
 	}
+}
+
+// Clusters created before the service-account key became ECDSA keep their
+// RSA key: a new key would invalidate every token the tenant holds.
+func TestReconcileKeepsAnRSAServiceAccountKey(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	sa, err := serviceAccountKeyFrom(key)
+	require.NoError(t, err)
+	d := base(t)
+	d[provisioner.SecretServiceAccount] = map[string][]byte{
+		provisioner.SecretKeySAPrivate: sa.PrivatePEM, provisioner.SecretKeySAPublic: sa.PublicPEM,
+	}
+	after, changed := reconcile(t, d, inputs(), now)
+	assert.Empty(t, changed)
+	assert.Equal(t, sa.PrivatePEM, after[provisioner.SecretServiceAccount][provisioner.SecretKeySAPrivate])
 }
 
 // A CA expiring within the threshold caps its leaves at its own expiry;
