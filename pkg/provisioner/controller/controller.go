@@ -72,6 +72,8 @@ type Shared struct {
 	// clusters is the clusters loop's queue: the pools loop, the tenant
 	// bootstraps and the activity reads enqueue clusters there.
 	clusters workqueue.TypedRateLimitingInterface[string]
+	// seen are the clusters synced before: the clusters queue's first lane.
+	seen     *keySet
 	etcd     *etcdAccess
 	activity *activityMonitor
 	// tenantClient reaches tenant apiservers (bootstraps, activity reads).
@@ -90,12 +92,13 @@ func NewShared(o Options) *Shared {
 	if tenantClient == nil {
 		tenantClient = access.BootstrapClient
 	}
-	queue := newQueue("capn-provisioner")
+	seen := &keySet{}
+	queue := newClustersQueue("capn-provisioner", seen.has)
 	etcd := &etcdAccess{env: e}
 	if o.PoolInformer != nil {
 		etcd.pools = o.PoolInformer.Lister()
 	}
-	return &Shared{env: e, clusters: queue, etcd: etcd, activity: newActivityMonitor(e, tenantClient, queue), tenantClient: tenantClient}
+	return &Shared{env: e, clusters: queue, seen: seen, etcd: etcd, activity: newActivityMonitor(e, tenantClient, queue), tenantClient: tenantClient}
 }
 
 // ClusterController is the clusters loop: it reconciles NestedClusters
@@ -105,6 +108,7 @@ type ClusterController struct {
 	lister listers.NestedClusterLister
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
+	seen   *keySet
 	health *Health
 	// namespaces indexes capn's management namespaces (WatchManagement).
 	namespaces cache.Indexer
@@ -125,7 +129,7 @@ func newClusterSteps(sh *Shared, lister listers.NestedClusterLister,
 	o Options, backups listers.NestedClusterBackupLister) *ClusterController {
 	e := sh.env
 	c := &ClusterController{
-		env: e, lister: lister, queue: sh.clusters,
+		env: e, lister: lister, queue: sh.clusters, seen: sh.seen,
 		workloads:   &workloads{env: e, placement: o.Placement, dataPlane: o.DataPlane, network: o.Network},
 		credentials: &credentials{env: e},
 		pools:       &poolMembership{env: e, etcdAccess: sh.etcd, poolGrants: map[types.UID]string{}},
@@ -239,11 +243,14 @@ func (c *ClusterController) sync(ctx context.Context, key string) (time.Duration
 	}
 	cached, err := c.lister.NestedClusters(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.seen.remove(key)
 		return 0, nil // gone; the finalizer already cleaned up
 	}
 	if err != nil {
 		return 0, err
 	}
+	// From now on its syncs are observations, ahead of creations.
+	defer c.seen.add(key)
 	nc := cached.DeepCopy() // never mutate the informer's cache
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("nestedcluster", key))
 

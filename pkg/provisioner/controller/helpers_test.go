@@ -143,7 +143,7 @@ func newFixture(t *testing.T, nc *v1alpha1.NestedCluster, kubeObjects ...builder
 		f.serversMu.Unlock()
 		return f.tenant, nil
 	}
-	sh := &Shared{env: e, etcd: &etcdAccess{env: e}, activity: newActivityMonitor(e, tenantClient, nil), tenantClient: tenantClient}
+	sh := &Shared{env: e, seen: &keySet{}, etcd: &etcdAccess{env: e}, activity: newActivityMonitor(e, tenantClient, nil), tenantClient: tenantClient}
 	f.c = newClusterSteps(sh, listers.NewNestedClusterLister(f.indexer), Options{}, nil)
 	return f
 }
