@@ -141,6 +141,8 @@ READY_OUT ?= $(OUT)/bench-ready
 READY_BASELINE_REVISION ?= 1
 # Also run each N with this --management-qps, as a baseline (empty: none).
 SCALE_BASELINE_QPS ?=
+# Also run each N with this capn-apiserver binary first, as a baseline (empty: none).
+SCALE_BASELINE_BIN ?=
 
 .PHONY: bench-scale
 bench-scale: build tools ## Provisioner at scale: SCALE_N NestedClusters on a kwok management cluster, then SCALE_STEADY of steady state; CSVs and plots into SCALE_OUT.
@@ -148,6 +150,7 @@ bench-scale: build tools ## Provisioner at scale: SCALE_N NestedClusters on a kw
 	KWOK=$$(hack/build-tools.sh --print-path kwok) \
 	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
 	CAPN_BENCH_SCALE_N=$(SCALE_N) CAPN_BENCH_STEADY=$(SCALE_STEADY) CAPN_BENCH_OUT=$(SCALE_OUT) CAPN_BENCH_BASELINE_QPS=$(SCALE_BASELINE_QPS) \
+	CAPN_BENCH_BASELINE_APISERVER=$(SCALE_BASELINE_BIN) \
 		go test -tags e2e -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 4h -v ./test/e2e/
 	cd hack/tools/benchplot && GOWORK=off go run . -in $(SCALE_OUT) -out $(SCALE_OUT)
 

@@ -62,25 +62,33 @@ func BenchmarkScale(b *testing.B) {
 		out = b.TempDir()
 	}
 	// CAPN_BENCH_BASELINE_QPS, when set, also runs each N with capn's
-	// --management-qps at that value, in the same invocation, as the
-	// baseline the default is compared with.
-	qpss := []string{""}
-	if v := os.Getenv("CAPN_BENCH_BASELINE_QPS"); v != "" {
-		qpss = append(qpss, v)
+	// --management-qps at that value; CAPN_BENCH_BASELINE_APISERVER, with
+	// that capn-apiserver binary (e.g. built from an older commit). Both in
+	// the same invocation, as the baselines the default is compared with.
+	type variant struct {
+		name, csv, bin string
+		extra          []string
 	}
 	for _, n := range ns {
-		for _, qps := range qpss {
-			name, csv := fmt.Sprintf("N=%d", n), fmt.Sprintf("scale-%d.csv", n)
-			var extra []string
-			if qps != "" {
-				name, csv = name+"/qps="+qps, fmt.Sprintf("baseline-qps%s-%d.csv", qps, n)
-				extra = []string{"--management-qps=" + qps, "--management-burst=" + qps}
-			}
-			b.Run(name, func(b *testing.B) {
+		variants := []variant{{name: fmt.Sprintf("N=%d", n), csv: fmt.Sprintf("scale-%d.csv", n)}}
+		if qps := os.Getenv("CAPN_BENCH_BASELINE_QPS"); qps != "" {
+			variants = append(variants, variant{name: fmt.Sprintf("N=%d/qps=%s", n, qps), csv: fmt.Sprintf("baseline-qps%s-%d.csv", qps, n),
+				extra: []string{"--management-qps=" + qps, "--management-burst=" + qps}})
+		}
+		if bin := os.Getenv("CAPN_BENCH_BASELINE_APISERVER"); bin != "" {
+			// First, so the code under test runs second on a machine
+			// that has warmed up the same way.
+			variants = append([]variant{{name: fmt.Sprintf("N=%d/baseline", n), csv: fmt.Sprintf("baseline-%d.csv", n), bin: bin}}, variants...)
+		}
+		for _, v := range variants {
+			b.Run(v.name, func(b *testing.B) {
+				if v.bin != "" {
+					b.Setenv("CAPN_APISERVER", v.bin)
+				}
 				for range b.N {
-					r := runScale(b, n, steady, extra...)
+					r := runScale(b, n, steady, v.extra...)
 					r.report(b)
-					if err := r.writeCSV(filepath.Join(out, csv)); err != nil {
+					if err := r.writeCSV(filepath.Join(out, v.csv)); err != nil {
 						b.Fatal(err)
 					}
 				}
