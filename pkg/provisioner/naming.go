@@ -123,6 +123,33 @@ const (
 	SecretPoolEtcdClient = "pool-etcd-client"
 )
 
+// The PKI Secrets from PKISecretTemplateRevision on (builders.PKILayout).
+// The logical Secrets above are stored in fewer objects: one per component,
+// holding exactly the files its pods mount (keyed by file name), and the
+// roots. So a pod sees the same keys as before, and a node's kubelet, which
+// may read the Secrets of the pods it runs, still reads no key those pods
+// do not mount: a node that runs only a tenant's scheduler never holds its
+// CA key. Clusters whose workloads were rendered before keep the logical
+// Secrets until every workload has rolled (controller/pki.go).
+const (
+	// SecretPKIRoots holds the CAs and the service-account key, under the
+	// RootKey* names: the source of truth capn issues from, mounted by no
+	// pod (components get copies of what they need).
+	SecretPKIRoots = "pki-roots"
+
+	RootKeyCACert           = "ca.crt"
+	RootKeyCAKey            = "ca.key"
+	RootKeyEtcdCACert       = "etcd-ca.crt"
+	RootKeyEtcdCAKey        = "etcd-ca.key"
+	RootKeyFrontProxyCACert = "front-proxy-ca.crt"
+	RootKeyFrontProxyCAKey  = "front-proxy-ca.key"
+	RootKeySAPrivate        = "sa.key"
+	RootKeySAPublic         = "sa.pub"
+)
+
+// ComponentPKISecret names the Secret holding component's PKI files.
+func ComponentPKISecret(component string) string { return component + "-pki" }
+
 // Secret keys beyond the kubernetes.io/tls ones (corev1.TLSCertKey,
 // corev1.TLSPrivateKeyKey, corev1.ServiceAccountRootCAKey).
 const (

@@ -77,7 +77,7 @@ func testEtcdPodLost(t *testing.T, admin, k framework.Kubectl, kubectl, name str
 	return fmt.Sprintf("%s: etcd pod lost -> Ready with the control plane restarted, the bootstrap redone, a write accepted and kcm acting %s", name, time.Since(lost).Round(time.Millisecond))
 }
 
-// testRootDeleted deletes tenant name's cluster CA Secret by hand. capn
+// testRootDeleted deletes tenant name's cluster CA by hand. capn
 // must not carry on silently: it generates a new CA (the only way back to
 // a working control plane), says so with a Warning Event, rolls the
 // components onto it, and bootstraps the tenant again; a kubeconfig issued
@@ -92,7 +92,10 @@ func testRootDeleted(t *testing.T, admin, k framework.Kubectl, kubectl, name str
 	}
 	require.Empty(t, warnings())
 	deleted := time.Now()
-	admin.MustRun(t, "", "delete", "secret", provisioner.SecretCA, "-n", ns)
+	// The cluster CA's two keys, out of the roots Secret it shares with
+	// the other CAs (provisioner.SecretPKIRoots).
+	admin.MustRun(t, "", "patch", "secret", provisioner.SecretPKIRoots, "-n", ns, "--type=json", "-p",
+		`[{"op":"remove","path":"/data/`+provisioner.RootKeyCACert+`"},{"op":"remove","path":"/data/`+provisioner.RootKeyCAKey+`"}]`)
 	framework.Eventually(t, time.Minute, "a Warning Event about the regenerated CA", func() (bool, string) {
 		w := warnings()
 		return strings.Contains(w, provisioner.SecretCA) && strings.Contains(w, "no longer work"), w

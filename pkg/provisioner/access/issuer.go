@@ -95,14 +95,11 @@ func resolveTenant(ctx context.Context, c kubernetes.Interface, nc *v1alpha1.Nes
 	if err != nil {
 		return nil, fmt.Errorf("resolving the management namespace: %w", err)
 	}
-	sec, err := c.CoreV1().Secrets(ns).Get(ctx, provisioner.SecretCA, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: no cluster CA", ErrNotProvisioned)
-	}
+	certPEM, keyPEM, err := clusterCA(ctx, c, ns)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cluster CA: %w", err)
+		return nil, err
 	}
-	ca, err := pki.ParseCA(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+	ca, err := pki.ParseCA(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the cluster CA of %s/%s: %w", nc.Namespace, nc.Name, err)
 	}
@@ -128,4 +125,24 @@ func LoadBalancerAddress(svc *corev1.Service) string {
 		return in.IP
 	}
 	return in.Hostname
+}
+
+// clusterCA reads the cluster CA from the roots Secret, or from the
+// logical Secret of a cluster that predates it (provisioner.SecretPKIRoots).
+func clusterCA(ctx context.Context, c kubernetes.Interface, ns string) (certPEM, keyPEM []byte, err error) {
+	sec, err := c.CoreV1().Secrets(ns).Get(ctx, provisioner.SecretPKIRoots, metav1.GetOptions{})
+	if err == nil {
+		return sec.Data[provisioner.RootKeyCACert], sec.Data[provisioner.RootKeyCAKey], nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	sec, err = c.CoreV1().Secrets(ns).Get(ctx, provisioner.SecretCA, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("%w: no cluster CA", ErrNotProvisioned)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	return sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey], nil
 }

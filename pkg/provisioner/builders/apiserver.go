@@ -34,15 +34,9 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		SharedDataPlane:   nc.Spec.DataPlane.Mode == v1alpha1.DataPlaneShared,
 		NodeJoin:          p.revision(component) >= JoinTemplateRevision,
 		WebhookClientCert: shared(nc) && p.revision(component) >= WebhookClientCertTemplateRevision}
-	// The etcd files have the same names whichever etcd it is; only the
-	// Secrets behind them differ.
-	etcdCA := file{provisioner.SecretEtcdCA, corev1.TLSCertKey, profiles.FileEtcdCACert}
-	etcdClient := provisioner.SecretAPIServerEtcdClient
 	switch x := nc.Spec.Etcd.External; {
 	case x != nil:
 		in.EtcdServers, in.EtcdPrefix = x.Endpoints, x.Prefix
-		etcdCA = file{provisioner.SecretExternalEtcdCA, corev1.ServiceAccountRootCAKey, profiles.FileEtcdCACert}
-		etcdClient = provisioner.SecretExternalEtcdClient
 	case nc.Spec.Etcd.Pool != "":
 		if p.EtcdPool == nil {
 			return nil, fmt.Errorf("spec.etcd.pool %q: the pool's endpoints are not known", nc.Spec.Etcd.Pool)
@@ -50,8 +44,6 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		in.EtcdServers, in.EtcdPrefix = p.EtcdPool.Endpoints, p.EtcdPool.Prefix
 		// Compaction is the whole pool's, and etcd allows it to root only.
 		in.EtcdCompactionDisabled = true
-		etcdCA = file{provisioner.SecretPoolEtcdClient, corev1.ServiceAccountRootCAKey, profiles.FileEtcdCACert}
-		etcdClient = provisioner.SecretPoolEtcdClient
 	default:
 		in.EtcdServers, in.EtcdPrefix = []string{provisioner.EtcdClientURL(nc, p.Addresses(), profiles.EtcdClientPort)}, v1alpha1.DefaultEtcdPrefix
 	}
@@ -65,21 +57,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		config[profiles.FileAdmissionConfig] = prof.AdmissionConfig()
 		config[profiles.FileWebhookKubeconfig] = prof.WebhookKubeconfig()
 	}
-	pki := projectedSecrets("pki", []file{
-		{provisioner.SecretCA, corev1.TLSCertKey, profiles.FileCACert},
-		{provisioner.SecretAPIServerServing, corev1.TLSCertKey, profiles.FileAPIServerCert},
-		{provisioner.SecretAPIServerServing, corev1.TLSPrivateKeyKey, profiles.FileAPIServerKey},
-		{provisioner.SecretAPIServerKubeletClient, corev1.TLSCertKey, profiles.FileAPIServerKubeletCert},
-		{provisioner.SecretAPIServerKubeletClient, corev1.TLSPrivateKeyKey, profiles.FileAPIServerKubeletKey},
-		{provisioner.SecretFrontProxyCA, corev1.TLSCertKey, profiles.FileFrontProxyCACert},
-		{provisioner.SecretFrontProxyClient, corev1.TLSCertKey, profiles.FileFrontProxyClientCert},
-		{provisioner.SecretFrontProxyClient, corev1.TLSPrivateKeyKey, profiles.FileFrontProxyClientKey},
-		{provisioner.SecretServiceAccount, provisioner.SecretKeySAPublic, profiles.FileSAPublic},
-		{provisioner.SecretServiceAccount, provisioner.SecretKeySAPrivate, profiles.FileSAPrivate},
-		etcdCA,
-		{etcdClient, corev1.TLSCertKey, profiles.FileAPIServerEtcdClientCert},
-		{etcdClient, corev1.TLSPrivateKeyKey, profiles.FileAPIServerEtcdClientKey},
-	})
+	pki := pkiVolume(component, p.revision(component), apiserverFiles(nc))
 	c := corev1.Container{
 		Name:    component,
 		Image:   ImageRegistry + "/" + component + ":" + version,

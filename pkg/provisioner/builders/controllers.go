@@ -18,15 +18,7 @@ func ControllerManager(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		field:     "spec.controllerManager.replicas",
 		spec:      &nc.Spec.ControllerManager,
 		port:      profiles.ControllerManagerPort,
-		files: []file{
-			{provisioner.SecretControllerManagerKC, provisioner.SecretKeyKubeconfig, profiles.FileKubeconfig},
-			{provisioner.SecretControllerManagerServing, corev1.TLSCertKey, profiles.FileServingCert},
-			{provisioner.SecretControllerManagerServing, corev1.TLSPrivateKeyKey, profiles.FileServingKey},
-			{provisioner.SecretCA, corev1.TLSCertKey, profiles.FileCACert},
-			{provisioner.SecretCA, corev1.TLSPrivateKeyKey, profiles.FileCAKey},
-			{provisioner.SecretFrontProxyCA, corev1.TLSCertKey, profiles.FileFrontProxyCACert},
-			{provisioner.SecretServiceAccount, provisioner.SecretKeySAPrivate, profiles.FileSAPrivate},
-		},
+		files:     controllerManagerFiles,
 	})
 }
 
@@ -39,11 +31,8 @@ func Scheduler(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		field:     "spec.scheduler.replicas",
 		spec:      &nc.Spec.Scheduler,
 		port:      profiles.SchedulerPort,
-		files: []file{
-			{provisioner.SecretSchedulerKC, provisioner.SecretKeyKubeconfig, profiles.FileKubeconfig},
-			{provisioner.SecretSchedulerServing, corev1.TLSCertKey, profiles.FileServingCert},
-			{provisioner.SecretSchedulerServing, corev1.TLSPrivateKeyKey, profiles.FileServingKey},
-		},
+		files:     schedulerFiles,
+
 		configMap: provisioner.SchedulerConfigName,
 		config: func(prof profiles.Profile) map[string]string {
 			return map[string]string{profiles.FileSchedulerConfig: prof.SchedulerConfig()}
@@ -93,7 +82,7 @@ func controller(nc *v1alpha1.NestedCluster, p Params, s controllerSpec) ([]Objec
 		LivenessProbe: httpsProbe("/healthz", s.port, 10, 8),
 		VolumeMounts:  []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
 	}
-	volumes := []corev1.Volume{projectedSecrets("pki", s.files)}
+	volumes := []corev1.Volume{pkiVolume(s.component, p.revision(s.component), s.files)}
 	var objs []Object
 	var config map[string]string
 	if s.configMap != "" {

@@ -113,13 +113,7 @@ func Etcd(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 			{Name: "pki", MountPath: profiles.EtcdPKIDir, ReadOnly: true},
 		},
 	}
-	pki := projectedSecrets("pki", []file{
-		{provisioner.SecretEtcdCA, corev1.TLSCertKey, profiles.FileCACert},
-		{provisioner.SecretEtcdServer, corev1.TLSCertKey, profiles.FileEtcdServerCert},
-		{provisioner.SecretEtcdServer, corev1.TLSPrivateKeyKey, profiles.FileEtcdServerKey},
-		{provisioner.SecretEtcdPeer, corev1.TLSCertKey, profiles.FileEtcdPeerCert},
-		{provisioner.SecretEtcdPeer, corev1.TLSPrivateKeyKey, profiles.FileEtcdPeerKey},
-	})
+	pki := pkiVolume(v1alpha1.ComponentEtcd, p.revision(v1alpha1.ComponentEtcd), etcdFiles)
 	volumes := []corev1.Volume{pki}
 	if claims == nil {
 		volumes = append(volumes, data)

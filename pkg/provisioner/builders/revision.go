@@ -42,7 +42,9 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	6: a Shared tenant's syncer keeps the metrics-server addon unless
 //	   spec.metrics.mode is None, and serves the virtual Nodes' resource
 //	   metrics on its own port (MetricsTemplateRevision).
-const LatestTemplateRevision = 6
+//	7: each component mounts its PKI from one Secret of its own
+//	   (PKISecretTemplateRevision, pkilayout.go).
+const LatestTemplateRevision = 7
 
 // MetricsTemplateRevision is the first revision whose syncer runs the
 // metrics addon by default. A running syncer gets it when its pod rolls

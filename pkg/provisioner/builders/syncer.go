@@ -205,7 +205,7 @@ func Syncer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		LivenessProbe:  httpProbe("/healthz", syncerHealthPort, 10, 6),
 		VolumeMounts:   []corev1.VolumeMount{{Name: "pki", MountPath: profiles.PKIDir, ReadOnly: true}},
 	}
-	volumes := []corev1.Volume{projectedSecrets("pki", []file{{provisioner.SecretSyncerKC, provisioner.SecretKeyKubeconfig, profiles.FileKubeconfig}})}
+	volumes := []corev1.Volume{pkiVolume(component, p.revision(component), syncerFiles)}
 	spec := podSpec(nc, p, component, c, volumes)
 	// The one capn pod with a management credential: its own
 	// ServiceAccount, which RBAC confines to the workload namespace (and

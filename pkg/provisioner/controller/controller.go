@@ -320,7 +320,7 @@ func (c *ClusterController) reconcile(ctx context.Context, nc *v1alpha1.NestedCl
 	}
 	p.Asleep = o.sleep.asleep
 	o.endpoint = provisioner.APIServerEndpoint(nc, p.Addresses())
-	certs, err := c.credentials.ensurePKI(ctx, nc, p)
+	certs, err := c.credentials.ensurePKI(ctx, nc, p, o)
 	if err != nil {
 		return failed(v1alpha1.ReasonPKIFailed, err)
 	}

@@ -45,11 +45,7 @@ func TestLoadBalancerAddressBecomesTheEndpoint(t *testing.T) {
 	if got := f.nc.Status.Endpoint; got != "https://203.0.113.7:6443" {
 		t.Errorf("endpoint %q (was %q), want the load balancer's", got, before)
 	}
-	sec, err := f.kube.CoreV1().Secrets(ns).Get(ctx, provisioner.SecretAPIServerServing, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(sec.Data[corev1.TLSCertKey])
+	block, _ := pem.Decode(logicalPKI(t, f)[provisioner.SecretAPIServerServing][corev1.TLSCertKey])
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,7 +30,11 @@ func TestNewTemplateRevisionRollsNoTenant(t *testing.T) {
 	f.c.cfg.TemplateRevision = 0 // capn upgraded: the latest
 	f.mgmt.reset()
 	f.sync()
-	assert.Empty(t, f.mgmt.writes, "the new revision alone rolled a tenant")
+	assert.Empty(t, rolls(f.mgmt.writes), "the new revision alone rolled a tenant")
+	// Its pods mount the logical Secrets still; the per-component ones
+	// are written ahead, for the pods that roll to the new revision.
+	assert.ElementsMatch(t, []string{"apply Secret/pki-roots", "apply Secret/etcd-pki", "apply Secret/kube-apiserver-pki",
+		"apply Secret/kube-controller-manager-pki", "apply Secret/kube-scheduler-pki"}, f.mgmt.writes)
 
 	ctx, ns := context.Background(), managementNamespace(f.nc)
 	f.setCluster(func(nc *v1alpha1.NestedCluster) {
@@ -62,7 +67,7 @@ func TestOlderTargetRevisionRollsNothingBack(t *testing.T) {
 	f.c.cfg.TemplateRevision = 1
 	f.mgmt.reset()
 	f.sync()
-	assert.Empty(t, f.mgmt.writes, "pinning an older revision rolled a tenant")
+	assert.Empty(t, rolls(f.mgmt.writes), "pinning an older revision rolled a tenant")
 	f.setCluster(func(nc *v1alpha1.NestedCluster) {
 		nc.Spec.ControllerManager.ExtraArgs = map[string]string{"v": "4"}
 		nc.Generation++
@@ -89,7 +94,7 @@ func TestMetricsRevisionRollsNoSyncer(t *testing.T) {
 	f.c.cfg.TemplateRevision = 0
 	f.mgmt.reset()
 	f.sync()
-	assert.Empty(t, f.mgmt.writes, "the metrics revision alone rolled a tenant")
+	assert.Empty(t, rolls(f.mgmt.writes), "the metrics revision alone rolled a tenant")
 
 	f.setCluster(func(nc *v1alpha1.NestedCluster) {
 		nc.Spec.Metrics.Mode = v1alpha1.MetricsServer
@@ -100,4 +105,16 @@ func TestMetricsRevisionRollsNoSyncer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, builders.LatestTemplateRevision, builders.RevisionOf(syncer))
 	assert.Contains(t, syncer.Spec.Template.Spec.Containers[0].Args, "--metrics-addon=true")
+}
+
+// rolls are the writes of a sync other than the PKI Secrets': a Secret
+// written ahead of the pods that will mount it rolls nothing.
+func rolls(writes []string) []string {
+	var out []string
+	for _, w := range writes {
+		if !strings.HasPrefix(w, "apply Secret/") {
+			out = append(out, w)
+		}
+	}
+	return out
 }

@@ -51,13 +51,13 @@ func (c *etcdAccess) tenantEtcd(ctx context.Context, nc *v1alpha1.NestedCluster,
 		if err != nil {
 			return nil, "", fmt.Errorf("getting the etcd Service: %w", err)
 		}
-		ca, err := secret(provisioner.SecretEtcdCA)
+		_, d, err := readPKI(ctx, c.mgmt, nc, ns)
 		if err != nil {
 			return nil, "", err
 		}
-		client, err := secret(provisioner.SecretAPIServerEtcdClient)
-		if err != nil {
-			return nil, "", err
+		ca, client := d[provisioner.SecretEtcdCA], d[provisioner.SecretAPIServerEtcdClient]
+		if ca == nil || client == nil {
+			return nil, "", fmt.Errorf("the etcd CA or the apiserver's etcd client certificate is not in %s yet", ns)
 		}
 		// By ClusterIP: the etcd serving certificate names it, and gRPC
 		// checks the certificate against the endpoint's host.

@@ -36,7 +36,7 @@ func TestWorkloadsApplied(t *testing.T) {
 	}
 	// Services are applied before the PKI and everything else.
 	firstSvc := slices.IndexFunc(f.mgmt.writes, func(w string) bool { return w == "apply Service/"+provisioner.APIServerName })
-	firstSecret := slices.Index(f.mgmt.writes, "apply Secret/"+provisioner.SecretCA)
+	firstSecret := slices.Index(f.mgmt.writes, "apply Secret/"+provisioner.SecretPKIRoots)
 	firstDep := slices.Index(f.mgmt.writes, "apply Deployment/"+provisioner.APIServerName)
 	if firstSvc < 0 || firstSecret < firstSvc || firstDep < firstSecret {
 		t.Errorf("order: want Service, then Secrets, then Deployments; got %v", f.mgmt.writes)
