@@ -88,10 +88,11 @@ func SyncerClusterRoleBinding(nc *v1alpha1.NestedCluster) string {
 	return "capn-syncer-" + strings.ReplaceAll(string(nc.UID), "-", "")
 }
 
-// Secrets the controller writes into the management namespace before the
-// builders' objects can run. CA and certificate Secrets are kubernetes.io/tls
-// (keys tls.crt, tls.key); the pods mount only the keys they need (the
-// apiserver never sees a CA key).
+// The logical PKI Secrets, one per key pair: what pki.Reconcile works on,
+// and the Secrets themselves for workloads rendered before
+// PKISecretTemplateRevision (see SecretPKIRoots for the layout since).
+// Keys are tls.crt and tls.key; the pods mount only the keys they need
+// (the apiserver never sees a CA key).
 const (
 	SecretCA                     = "ca"
 	SecretEtcdCA                 = "etcd-ca"
