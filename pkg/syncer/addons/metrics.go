@@ -103,7 +103,7 @@ func MetricsServer(c MetricsConfig) MetricsObjects {
 		).
 		WithPorts(corev1ac.ContainerPort().WithName("https").WithProtocol(corev1.ProtocolTCP).WithContainerPort(metricsServerPort)).
 		WithResources(corev1ac.ResourceRequirements().
-			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("48Mi")}).
+			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")}).
 			// A CPU limit of its own: without one the workload namespace's
 			// LimitRange would give it a whole core of the tenant's
 			// limits.cpu quota.
