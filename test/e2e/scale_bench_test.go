@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -114,6 +115,8 @@ type scaleResult struct {
 	baseRSS, peakRSS          int
 	cpuCreate                 float64
 	readsCreate, writesCreate float64
+	syncsCreate               float64
+	procCPU                   map[string]float64 // CPU-seconds per process during creation
 	steady                    time.Duration
 	readsSteady, writesSteady float64
 	getLatency, listLatency   []time.Duration
@@ -145,6 +148,11 @@ func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *sc
 		writes, _ = promValue(text, "capn_provisioner_management_writes_total")
 		return managementReads(text), writes
 	}
+	// Syncs, to tell how many times the queue handed each cluster over.
+	syncCount := func() float64 {
+		v, _ := promValue(capnMetricsDirect(ctx, b, capn, c.FrontProxyClient), "capn_provisioner_syncs_total")
+		return v
+	}
 	pid := capn.PID()
 	r := &scaleResult{n: n}
 	if r.baseRSS, err = framework.RSSKiB(pid); err != nil {
@@ -155,6 +163,19 @@ func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *sc
 		b.Fatal(err)
 	}
 	reads0, writes0 := metrics()
+	syncs0 := syncCount()
+	// Every process on the machine that takes part, to name the one that
+	// limits: CPU-seconds each spent during creation.
+	procs := map[string]int{"capn-apiserver": pid}
+	for _, p := range append(slices.Clone(c.Processes), c.Kwok) {
+		if p != nil {
+			procs[p.Name] = p.PID()
+		}
+	}
+	procCPU0 := map[string]float64{}
+	for name, p := range procs {
+		procCPU0[name], _ = framework.CPUSeconds(p)
+	}
 
 	// Create, 16 at a time, recording when each create returned.
 	start := time.Now()
@@ -263,6 +284,12 @@ func runScale(b *testing.B, n int, steady time.Duration, capnArgs ...string) *sc
 	r.cpuCreate = cpu1 - cpu0
 	reads1, writes1 := metrics()
 	r.readsCreate, r.writesCreate = reads1-reads0, writes1-writes0
+	r.syncsCreate = syncCount() - syncs0
+	r.procCPU = map[string]float64{}
+	for name, p := range procs {
+		v, _ := framework.CPUSeconds(p)
+		r.procCPU[name] = v - procCPU0[name]
+	}
 
 	// Steady state: nothing changes; capn should send (almost) nothing.
 	r.steady = steady
@@ -306,18 +333,24 @@ func (r *scaleResult) report(b *testing.B) {
 	b.ReportMetric(float64(r.peakRSS-r.baseRSS)/1024/n, "MiB-RSS/cluster")
 	b.ReportMetric(r.readsCreate/n, "reads/cluster")
 	b.ReportMetric(r.writesCreate/n, "writes/cluster")
+	b.ReportMetric(r.syncsCreate/n, "syncs/cluster")
 	b.ReportMetric(perMin(r.readsSteady), "steady-reads/min")
 	b.ReportMetric(perMin(r.writesSteady), "steady-writes/min")
 	b.ReportMetric(float64(percentile(r.getLatency, 0.99).Microseconds())/1000, "ms-GET-p99")
 	b.ReportMetric(float64(percentile(r.listLatency, 0.99).Microseconds())/1000, "ms-LIST-p99")
 	b.Logf("N=%d: all available in %s (p50 %s, p99 %s per cluster, %d never); capn CPU %.1f s (%.3f s/cluster), RSS %d -> peak %d MiB (%.2f MiB/cluster); "+
-		"management requests during creation: %.0f reads, %.0f writes (%.1f and %.1f per cluster); steady %s: %.1f reads/min, %.1f writes/min; "+
+		"management requests during creation: %.0f reads, %.0f writes (%.1f and %.1f per cluster), %.1f syncs per cluster; steady %s: %.1f reads/min, %.1f writes/min; "+
 		"nestedclusters through the aggregator: GET p50 %s p99 %s (%d), LIST p50 %s p99 %s (%d)",
 		r.n, r.wall.Round(time.Millisecond), percentile(r.perCluster, 0.5).Round(time.Millisecond), percentile(r.perCluster, 0.99).Round(time.Millisecond), r.unavailable,
 		r.cpuCreate, r.cpuCreate/n, r.baseRSS/1024, r.peakRSS/1024, float64(r.peakRSS-r.baseRSS)/1024/n,
-		r.readsCreate, r.writesCreate, r.readsCreate/n, r.writesCreate/n, r.steady, perMin(r.readsSteady), perMin(r.writesSteady),
+		r.readsCreate, r.writesCreate, r.readsCreate/n, r.writesCreate/n, r.syncsCreate/n, r.steady, perMin(r.readsSteady), perMin(r.writesSteady),
 		percentile(r.getLatency, 0.5), percentile(r.getLatency, 0.99), len(r.getLatency),
 		percentile(r.listLatency, 0.5), percentile(r.listLatency, 0.99), len(r.listLatency))
+	var shares []string
+	for _, name := range slices.Sorted(maps.Keys(r.procCPU)) {
+		shares = append(shares, fmt.Sprintf("%s %.0f s (%.2f cores)", name, r.procCPU[name], r.procCPU[name]/r.wall.Seconds()))
+	}
+	b.Logf("N=%d: CPU during creation, of 2 cores: %s", r.n, strings.Join(shares, ", "))
 }
 
 // writeCSV writes the time series: seconds since the first create,
