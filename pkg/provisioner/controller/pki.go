@@ -35,11 +35,11 @@ type credentials struct{ *env }
 // new layout and has rolled out.
 func (c *credentials) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster, p builders.Params, o *observation) (pki.Data, error) {
 	ns := p.Namespace
-	stored, existing, err := readPKI(ctx, c.mgmt, nc, ns)
+	layout := builders.PKILayout(nc)
+	stored, existing, err := readPKI(ctx, c.mgmt, ns, layout)
 	if err != nil {
 		return nil, err
 	}
-	layout := builders.PKILayout(nc)
 	want, changed, err := pki.Reconcile(existing, pki.InputsFor(nc, p.Addresses()), c.now(), c.cfg.CertRenewalThreshold)
 	if err != nil {
 		return nil, fmt.Errorf("reconciling certificates: %w", err)
@@ -90,8 +90,8 @@ func (c *credentials) ensurePKI(ctx context.Context, nc *v1alpha1.NestedCluster,
 }
 
 // readPKI reads the Secrets of ns and the logical PKI data they hold, in
-// whichever layout.
-func readPKI(ctx context.Context, mgmt Management, nc *v1alpha1.NestedCluster, ns string) (map[string]map[string][]byte, pki.Data, error) {
+// whichever layout (layout: builders.PKILayout of the cluster).
+func readPKI(ctx context.Context, mgmt Management, ns string, layout []builders.PKISecret) (map[string]map[string][]byte, pki.Data, error) {
 	secrets, err := mgmt.ListSecrets(ctx, ns)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing secrets in %s: %w", ns, err)
@@ -100,7 +100,7 @@ func readPKI(ctx context.Context, mgmt Management, nc *v1alpha1.NestedCluster, n
 	for i := range secrets {
 		stored[secrets[i].Name] = secrets[i].Data
 	}
-	return stored, gatherPKI(stored, builders.PKILayout(nc)), nil
+	return stored, gatherPKI(stored, layout), nil
 }
 
 // pkiLayouts says which layouts the cluster's pods may mount: the

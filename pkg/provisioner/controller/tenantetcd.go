@@ -11,6 +11,7 @@ import (
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/etcdpool"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/builders"
 	"capn.dev/capn/pkg/provisioner/profiles"
 )
 
@@ -51,7 +52,7 @@ func (c *etcdAccess) tenantEtcd(ctx context.Context, nc *v1alpha1.NestedCluster,
 		if err != nil {
 			return nil, "", fmt.Errorf("getting the etcd Service: %w", err)
 		}
-		_, d, err := readPKI(ctx, c.mgmt, nc, ns)
+		_, d, err := readPKI(ctx, c.mgmt, ns, builders.PKILayout(nc))
 		if err != nil {
 			return nil, "", err
 		}
