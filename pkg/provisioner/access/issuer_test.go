@@ -84,6 +84,19 @@ func TestIssue(t *testing.T) {
 	if err := cert.CheckSignatureFrom(cas.Cluster.Cert); err != nil {
 		t.Errorf("not signed by the tenant CA: %v", err)
 	}
+
+	// A cluster created with the per-component layout has its CA only in
+	// the roots Secret (the one above predates it).
+	roots := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretPKIRoots},
+		Data: map[string][]byte{provisioner.RootKeyCACert: cas.Cluster.CertPEM, provisioner.RootKeyCAKey: cas.Cluster.KeyPEM}}
+	data, _, err = (&Issuer{Management: fake.NewClientset(nsObj, roots, svc), Now: func() time.Time { return now }}).Issue(context.Background(), nc, "alice", time.Hour)
+	require.NoError(t, err)
+	cfg, err = clientcmd.Load(data)
+	require.NoError(t, err)
+	block, _ = pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
+	cert, err = x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	assert.NoError(t, cert.CheckSignatureFrom(cas.Cluster.Cert), "issued from the roots Secret")
 }
 
 // The finding: a cluster whose namespace name maps to one that another
@@ -137,33 +150,5 @@ func TestLoadBalancerAddress(t *testing.T) {
 		if got := LoadBalancerAddress(&tc.svc); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
-	}
-}
-
-// A cluster created with the per-component layout has its CA only in the
-// roots Secret; one created before, only in the logical Secret.
-func TestIssueReadsTheCAFromEitherLayout(t *testing.T) {
-	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	nc := &v1alpha1.NestedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "demo", UID: "6f1c2b9e-3d4a-4e5f-8a7b-0c1d2e3f4a5b"}}
-	nc.Spec.APIServer.Service.Port = 6443
-	ns := provisioner.ManagementNamespace(nc)
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: provisioner.OwnerLabels(nc)}}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.APIServerName}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.42"}}
-	cas, err := pki.GenerateCAs(now, "team-a/demo")
-	require.NoError(t, err)
-	roots := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretPKIRoots},
-		Data: map[string][]byte{provisioner.RootKeyCACert: cas.Cluster.CertPEM, provisioner.RootKeyCAKey: cas.Cluster.KeyPEM}}
-	logical := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provisioner.SecretCA},
-		Data: map[string][]byte{corev1.TLSCertKey: cas.Cluster.CertPEM, corev1.TLSPrivateKeyKey: cas.Cluster.KeyPEM}}
-	for _, secret := range []*corev1.Secret{roots, logical} {
-		c := fake.NewClientset(nsObj, svc, secret)
-		data, _, err := (&Issuer{Management: c, Now: func() time.Time { return now }}).Issue(context.Background(), nc, "alice", time.Hour)
-		require.NoError(t, err, secret.Name)
-		cfg, err := clientcmd.Load(data)
-		require.NoError(t, err)
-		block, _ := pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
-		cert, err := x509.ParseCertificate(block.Bytes)
-		require.NoError(t, err)
-		assert.NoError(t, cert.CheckSignatureFrom(cas.Cluster.Cert), secret.Name)
 	}
 }
