@@ -16,15 +16,19 @@ import (
 )
 
 // BenchmarkDensity packs tenants onto the one real node, old defaults
-// against new in one run: for the revision before the lean defaults and
-// then the latest, it creates the example NestedCluster (Shared data plane,
+// against new in one run: for the revision before the idle-sized requests
+// (builders.IdleRequestsTemplateRevision) and then the latest, it creates the example NestedCluster (Shared data plane,
 // EmptyDir etcd, DNS addon) one at a time until the next one is not Ready
 // within CAPN_BENCH_DENSITY_READY_TIMEOUT (default 2m), the machine's
 // memory in use reaches 80%, or CAPN_BENCH_DENSITY_MAX tenants (default 0:
 // no cap). It then lets them idle for CAPN_BENCH_DENSITY_SETTLE (default
 // 1m) and reads every tenant pod's RSS and CPU over that window (control
-// plane and workload namespaces, so the DNS addon counts), then deletes
-// them all before the next revision. Rows go to CAPN_BENCH_OUT/density.csv.
+// plane and workload namespaces, so the DNS addon counts). A tenant that
+// is not Ready names what stopped the packing: the scheduler's reason for
+// a Pending pod (CPU, memory, the node's pod limit) or else the timeout.
+// Before deleting them all for the next revision it counts control-plane
+// container restarts: a component squeezed by its requests into failing
+// its probes restarts. Rows go to CAPN_BENCH_OUT/density.csv.
 func BenchmarkDensity(b *testing.B) {
 	readyTimeout := durationEnv(b, "CAPN_BENCH_DENSITY_READY_TIMEOUT", 2*time.Minute)
 	settle := durationEnv(b, "CAPN_BENCH_DENSITY_SETTLE", time.Minute)
@@ -40,7 +44,7 @@ func BenchmarkDensity(b *testing.B) {
 	if out == "" {
 		out = b.TempDir()
 	}
-	revisions := []int{builders.LeanTemplateRevision - 1, builders.LatestTemplateRevision}
+	revisions := []int{builders.IdleRequestsTemplateRevision - 1, builders.LatestTemplateRevision}
 	c := framework.StartCluster(b, clusterOptions(b))
 	node := c.StartNode(b, framework.NodeOptions{Kubelet: env(b, "KUBELET"), KubeProxy: env(b, "KUBE_PROXY"), Images: []string{env(b, "CAPN_IMAGES")}})
 	admin := framework.Kubectl{Bin: env(b, "KUBECTL"), Kubeconfig: c.AdminKubeconfig}
@@ -51,7 +55,7 @@ func BenchmarkDensity(b *testing.B) {
 	pod := deployed.Pod.Name
 
 	b.ResetTimer()
-	rows := [][]string{{"revision", "tenants", "stopped_by", "rss_per_tenant_mib", "cpu_per_tenant_millicores", "memory_used_pct"}}
+	rows := [][]string{{"revision", "tenants", "stopped_by", "rss_per_tenant_mib", "cpu_per_tenant_millicores", "memory_used_pct", "restarts"}}
 	for i, rev := range revisions {
 		if i > 0 {
 			pod = setTemplateRevision(b, c, admin, pod, revisions[i-1], rev)
@@ -85,6 +89,9 @@ func BenchmarkDensity(b *testing.B) {
 			names = append(names, name)
 			if !ready {
 				stop = fmt.Sprintf("%s not Ready in %s", name, readyTimeout)
+				if why := pendingReason(b, admin, mgmtNamespace(b, k, name)); why != "" {
+					stop += ": " + why
+				}
 				break
 			}
 			b.Logf("revision %d: %s Ready in %s (memory %.0f%%)", rev, name, time.Since(start).Round(time.Millisecond), memoryUsedPct(b))
@@ -129,13 +136,17 @@ func BenchmarkDensity(b *testing.B) {
 			}
 		}
 		used := memoryUsedPct(b)
+		restarts := 0
+		for _, ns := range namespaces {
+			restarts += containerRestarts(b, admin, ns)
+		}
 		per, milli := 0.0, 0.0
 		if fits > 0 {
 			per, milli = float64(rssKiB)/1024/float64(fits), cpuSec/elapsed*1000/float64(fits)
 		}
-		b.Logf("numbers: density: revision %d: %d tenants fit (stopped by: %s); %.0f MiB RSS and %.1f millicores idle per tenant; memory in use %.0f%%",
-			rev, fits, stop, per, milli, used)
-		rows = append(rows, []string{strconv.Itoa(rev), strconv.Itoa(fits), stop, fmt.Sprintf("%.1f", per), fmt.Sprintf("%.1f", milli), fmt.Sprintf("%.0f", used)})
+		b.Logf("numbers: density: revision %d: %d tenants fit (stopped by: %s); %.0f MiB RSS and %.1f millicores idle per tenant; memory in use %.0f%%; %d container restarts",
+			rev, fits, stop, per, milli, used, restarts)
+		rows = append(rows, []string{strconv.Itoa(rev), strconv.Itoa(fits), stop, fmt.Sprintf("%.1f", per), fmt.Sprintf("%.1f", milli), fmt.Sprintf("%.0f", used), strconv.Itoa(restarts)})
 		b.ReportMetric(float64(fits), fmt.Sprintf("tenants-rev%d", rev))
 		for _, n := range names {
 			k.MustRun(b, "", "delete", "nc", n, "--wait=false")
@@ -149,6 +160,33 @@ func BenchmarkDensity(b *testing.B) {
 	}
 	b.StopTimer()
 	b.Logf("wrote %s", saveCSV(b, out, "density.csv", rows))
+}
+
+// pendingReason is the scheduler's message for the first Pending pod in ns
+// ("0/1 nodes are available: 1 Insufficient cpu"), or "".
+func pendingReason(t testing.TB, admin framework.Kubectl, ns string) string {
+	t.Helper()
+	r := admin.Run("", "get", "pods", "-n", ns, "--field-selector=status.phase=Pending", "-o",
+		`jsonpath={range .items[*]}{.metadata.name}: {.status.conditions[?(@.type=="PodScheduled")].message}{"\n"}{end}`)
+	if r.Err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(r.Stdout), "\n")
+	return line
+}
+
+// containerRestarts sums the restart counts of every container in ns.
+func containerRestarts(t testing.TB, admin framework.Kubectl, ns string) int {
+	t.Helper()
+	n := 0
+	for _, f := range strings.Fields(admin.MustRun(t, "", "get", "pods", "-n", ns, "-o", "jsonpath={.items[*].status.containerStatuses[*].restartCount}")) {
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("restart count %q in %s: %v", f, ns, err)
+		}
+		n += v
+	}
+	return n
 }
 
 func durationEnv(b *testing.B, name string, def time.Duration) time.Duration {

@@ -207,6 +207,10 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%%, imagefs.available: 1%%, nodefs.inodesFree: 1%%}
 serializeImagePulls: false
+# A tenant's control plane is five to seven pods (make bench-density), so
+# the default 110 would stop a node at about fifteen tenants while CPU and
+# memory have room; 250 fills the node's /24 of pod addresses.
+maxPods: 250
 `, n.st.CgroupRoot, n.ContainerdSocket, n.path("pod-logs"), n.path("volume-plugins"), n.IP, port, healthzPort,
 		serving.CertFile, serving.KeyFile, n.c.CA.CertFile)
 	if err := os.WriteFile(n.path("kubelet.yaml"), []byte(cfg), 0o644); err != nil {

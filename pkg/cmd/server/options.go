@@ -179,6 +179,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --provisioner=pods, tolerations of every control-plane pod, each key[=value][:NoSchedule|PreferNoSchedule|NoExecute] (no value: Exists; no effect: all effects).")
 	fs.StringVar(&o.Placement.PriorityClassName, "control-plane-priority-class", o.Placement.PriorityClassName,
 		"With --provisioner=pods, the PriorityClass of every control-plane pod.")
+	fs.StringToStringVar(&o.Placement.CPURequestFloor, FlagCPURequestFloor, o.Placement.CPURequestFloor,
+		fmt.Sprintf("With --provisioner=pods, the least CPU each component requests by default, e.g. %s=100m: from template revision %d capn requests about what an idle tenant uses, and a provider whose tenants are busier raises it here. A tenant's spec.<component>.resources is not floored. Changing it rolls every tenant's pods.", v1alpha1.ComponentAPIServer, builders.IdleRequestsTemplateRevision))
+	fs.StringToStringVar(&o.Placement.MemoryRequestFloor, FlagMemoryRequestFloor, o.Placement.MemoryRequestFloor,
+		"With --provisioner=pods, the least memory each component requests by default (component=quantity,...), as --"+FlagCPURequestFloor+".")
 	o.DataPlane.AddFlags(fs)
 	o.Network.AddFlags(fs)
 	fs.IntVar(&o.TemplateRevision, "template-revision", o.TemplateRevision,

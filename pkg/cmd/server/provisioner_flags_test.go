@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestPlacementFlags(t *testing.T) {
@@ -31,6 +32,28 @@ func TestPlacementFlags(t *testing.T) {
 		o := parse(t, bad...)
 		_, err := o.Placement.Placement()
 		assert.Error(t, err, "%v", bad)
+	}
+}
+
+func TestRequestFloorFlags(t *testing.T) {
+	o := parse(t, "--control-plane-cpu-request-floor=kube-apiserver=100m,etcd=50m",
+		"--control-plane-memory-request-floor=kube-apiserver=512Mi")
+	pl, err := o.Placement.Placement()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]corev1.ResourceList{
+		"kube-apiserver": {corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+		"etcd":           {corev1.ResourceCPU: resource.MustParse("50m")},
+	}, pl.RequestFloor)
+
+	for bad, want := range map[string]string{
+		"--control-plane-cpu-request-floor=kube-proxy=100m":      `unknown component "kube-proxy"`,
+		"--control-plane-cpu-request-floor=etcd=lots":            "not a non-negative quantity",
+		"--control-plane-memory-request-floor=etcd=-1Mi":         "not a non-negative quantity",
+		"--control-plane-cpu-request-floor=kube-apiserver=10000": "above the cpu any container may request",
+	} {
+		o := parse(t, bad)
+		_, err := o.Placement.Placement()
+		assert.ErrorContains(t, err, want, bad)
 	}
 }
 

@@ -126,6 +126,12 @@ type Placement struct {
 	NodeSelector      map[string]string
 	Tolerations       []corev1.Toleration
 	PriorityClassName string
+	// RequestFloor raises capn's default requests of a component (by
+	// component name) to at least these quantities: a provider whose
+	// tenants are busier than the measured idle tenant keeps them from
+	// being squeezed on a packed node. A tenant's own spec.<component>.
+	// resources replaces the defaults whole and is not floored.
+	RequestFloor map[string]corev1.ResourceList
 }
 
 // place applies pl to a rendered pod spec. It runs after the tenant's

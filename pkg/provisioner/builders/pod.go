@@ -24,14 +24,52 @@ const nonRootID = int64(65532)
 // secretMode: readable by the owner and fsGroup, nobody else.
 const secretMode = int32(0o440)
 
-// Default requests, near the measured RSS of each component on an idle
-// control plane; no limits, so a busy tenant is slowed rather than killed.
+// Default requests up to revision 7: near each component's measured RSS,
+// and CPU sized before an idle tenant's Node label loop was fixed (docs/
+// benchmarks.md, Density), when an idle tenant used about 250 millicores.
+// No limits of their own: the LimitRange gives the default ones, so a busy
+// tenant is slowed rather than killed.
 var defaultResources = map[string]corev1.ResourceList{
 	v1alpha1.ComponentEtcd:              requests("50m", "64Mi"),
 	v1alpha1.ComponentAPIServer:         requests("100m", "256Mi"),
 	v1alpha1.ComponentControllerManager: requests("50m", "128Mi"),
 	v1alpha1.ComponentScheduler:         requests("25m", "64Mi"),
 	v1alpha1.ComponentSyncer:            requests("25m", "64Mi"),
+}
+
+// IdleRequestsTemplateRevision is the first revision whose CPU requests
+// are what an idle tenant measurably uses plus headroom (idleResources).
+const IdleRequestsTemplateRevision = 8
+
+// idleResources are the requests from IdleRequestsTemplateRevision on. An
+// idle tenant uses about 41 millicores (kube-apiserver 19, etcd 10,
+// kube-controller-manager 9, kube-scheduler 2, capn-syncer 1: docs/
+// benchmarks.md, Density), so 250m of requests packed seven tenants on a
+// 2-CPU node while it idled. A request is the tenant's share when the node
+// is busy, not a cap: the LimitRange's default limit lets a busy component
+// burst. Memory stays at the measured RSS: it is not what fills a node.
+var idleResources = map[string]corev1.ResourceList{
+	v1alpha1.ComponentEtcd:              requests("12m", "64Mi"),
+	v1alpha1.ComponentAPIServer:         requests("25m", "256Mi"),
+	v1alpha1.ComponentControllerManager: requests("10m", "128Mi"),
+	v1alpha1.ComponentScheduler:         requests("3m", "64Mi"),
+	v1alpha1.ComponentSyncer:            requests("3m", "64Mi"),
+}
+
+// componentRequests are component's requests at rev, raised to the
+// provider's floor (Placement.RequestFloor); a tenant's spec.<component>.
+// resources replaces them whole afterwards (customize).
+func componentRequests(component string, rev int, floor corev1.ResourceList) corev1.ResourceList {
+	out := defaultResources[component].DeepCopy()
+	if rev >= IdleRequestsTemplateRevision {
+		out = idleResources[component].DeepCopy()
+	}
+	for name, min := range floor {
+		if have, ok := out[name]; !ok || have.Cmp(min) < 0 {
+			out[name] = min.DeepCopy()
+		}
+	}
+	return out
 }
 
 func requests(cpu, mem string) corev1.ResourceList {
@@ -58,7 +96,7 @@ func podSpec(nc *v1alpha1.NestedCluster, p Params, component string, c corev1.Co
 		{Name: profiles.EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
 	}, c.Env...)
 	c.Env = append(c.Env, leanEnv(component, c.Name, p.revision(component))...)
-	c.Resources = corev1.ResourceRequirements{Requests: defaultResources[component].DeepCopy()}
+	c.Resources = corev1.ResourceRequirements{Requests: componentRequests(component, p.revision(component), p.Placement.RequestFloor[component])}
 	c.SecurityContext = &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},

@@ -44,7 +44,9 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	   metrics on its own port (MetricsTemplateRevision).
 //	7: each component mounts its PKI from one Secret of its own
 //	   (PKISecretTemplateRevision, pkilayout.go).
-const LatestTemplateRevision = 7
+//	8: CPU requests near what an idle tenant uses
+//	   (IdleRequestsTemplateRevision, pod.go).
+const LatestTemplateRevision = 8
 
 // MetricsTemplateRevision is the first revision whose syncer runs the
 // metrics addon by default. A running syncer gets it when its pod rolls

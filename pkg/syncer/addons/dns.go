@@ -35,6 +35,11 @@ const (
 	nonRootUID       = 65532
 )
 
+// dnsCPURequest is the addon's CPU request: an idle tenant's CoreDNS uses
+// about a millicore (docs/benchmarks.md, Density), and every tenant pays
+// this on the node, so it decides how many tenants a node holds.
+const dnsCPURequest = "5m"
+
 // MaxUpstreams bounds DNSConfig.Upstreams, as resolv.conf does.
 const MaxUpstreams = 3
 
@@ -161,7 +166,7 @@ func CoreDNS(c DNSConfig) DNSObjects {
 			corev1ac.ContainerPort().WithName("dns-tcp").WithProtocol(corev1.ProtocolTCP).WithContainerPort(dnsContainerPort),
 		).
 		WithResources(corev1ac.ResourceRequirements().
-			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}).
+			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(dnsCPURequest), corev1.ResourceMemory: resource.MustParse("32Mi")}).
 			// A CPU limit of its own, well above an idle CoreDNS's use:
 			// without one the workload namespace's LimitRange gives it a
 			// whole core of the tenant's limits.cpu quota.

@@ -15,6 +15,11 @@ import (
 	"capn.dev/capn/pkg/tenant/names"
 )
 
+// metricsCPURequest is the addon's CPU request: it scrapes one kubelet
+// endpoint every 15 s, a few millicores, and every tenant pays this on the
+// node (as dnsCPURequest).
+const metricsCPURequest = "5m"
+
 // metrics-server's own port, as upstream's manifest has it; the tenant
 // apiserver reaches it through the Service's 443.
 const (
@@ -103,7 +108,7 @@ func MetricsServer(c MetricsConfig) MetricsObjects {
 		).
 		WithPorts(corev1ac.ContainerPort().WithName("https").WithProtocol(corev1.ProtocolTCP).WithContainerPort(metricsServerPort)).
 		WithResources(corev1ac.ResourceRequirements().
-			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")}).
+			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(metricsCPURequest), corev1.ResourceMemory: resource.MustParse("64Mi")}).
 			// A CPU limit of its own: without one the workload namespace's
 			// LimitRange would give it a whole core of the tenant's
 			// limits.cpu quota.
