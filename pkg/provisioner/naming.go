@@ -56,6 +56,22 @@ const (
 	SyncerName = "capn-syncer"
 )
 
+// The waker (pkg/provisioner/waker): while a cluster sleeps for
+// inactivity, the EndpointSlice WakerEndpointSliceName of its kube-apiserver
+// Service (managed by WakerManagedBy, beside the EndpointSlice controller's
+// own) sends its apiserver's address to capn-apiserver's pods, on the
+// cluster's own port in [WakerPortBase, WakerPortBase+WakerPortCount).
+// The port tells the waker which cluster a connection is for.
+const (
+	WakerEndpointSliceName = "kube-apiserver-waker"
+	WakerManagedBy         = "waker.capn.dev"
+	WakerPortBase          = 40000
+	// WakerPortCount bounds how many clusters can sleep with wake on
+	// request at once; beyond it a sleeping cluster refuses connections,
+	// as before the waker.
+	WakerPortCount = 10000
+)
+
 // ClusterRoles the deploy manifests install for every tenant's syncer;
 // capn binds them (it holds "bind" on them, not their rules).
 const (

@@ -20,6 +20,7 @@ import (
 	capnopenapi "capn.dev/capn/pkg/generated/openapi"
 	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/controller"
+	"capn.dev/capn/pkg/provisioner/waker"
 )
 
 // Config turns validated options into the server's configuration. etcdURL
@@ -89,7 +90,12 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 		}
 		health := controller.NewHealth()
 		out.LivezChecks = append(out.LivezChecks, health)
-		out.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{"start-capn-provisioner": o.provisionerHook(mgmt, cfg.ClientConfig, health)}
+		out.PostStartHooks = map[string]genericapiserver.PostStartHookFunc{
+			"start-capn-provisioner": o.provisionerHook(mgmt, cfg.ClientConfig, health),
+			// Every replica, not only the leader: the provisioner points a
+			// sleeping cluster's address at all ready replicas.
+			"start-capn-waker": wakerHook(mgmt),
+		}
 		// Every replica serves kubeconfigs, not only the provisioning leader:
 		// signing needs only the CA Secret, which the provisioner wrote.
 		out.KubeconfigIssuer = kubeconfigIssuer{&access.Issuer{Management: mgmtClient}}
@@ -132,6 +138,19 @@ func (o *Options) provisionerHook(mgmt, core *rest.Config, health *controller.He
 			}
 			if err := controller.Start(hctx, o.Settings, deps); err != nil {
 				klog.ErrorS(err, "Provisioner stopped")
+			}
+		}()
+		return nil
+	}
+}
+
+// wakerHook starts the waker (pkg/provisioner/waker) once the server
+// serves: it asks for wakes through the loopback client.
+func wakerHook(mgmt *rest.Config) genericapiserver.PostStartHookFunc {
+	return func(hctx genericapiserver.PostStartHookContext) error {
+		go func() {
+			if err := waker.Start(hctx, waker.DefaultConfig(), mgmt, hctx.LoopbackClientConfig); err != nil {
+				klog.ErrorS(err, "Waker stopped")
 			}
 		}()
 		return nil

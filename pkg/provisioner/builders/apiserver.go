@@ -86,7 +86,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		Spec: corev1.ServiceSpec{
 			Type:     spec.Service.Type,
 			Selector: provisioner.SelectorLabels(nc, component),
-			Ports:    []corev1.ServicePort{servicePort("https", spec.Service.Port, profiles.APIServerPort)},
+			Ports:    []corev1.ServicePort{servicePort(apiServerPortName, spec.Service.Port, profiles.APIServerPort)},
 		},
 	}
 	return appendObjects(nil, podDisruptionBudget(nc, p, provisioner.APIServerName, component, replicas),

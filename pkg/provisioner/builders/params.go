@@ -98,6 +98,10 @@ type Params struct {
 	// Network is the provider's side of what control-plane pods may reach
 	// (network.go).
 	Network Network
+	// Waker, when set, sends the apiserver's address to capn's waker
+	// (WakerEndpointSlice): the controller sets it while the cluster
+	// sleeps for inactivity, and until its apiserver is ready again.
+	Waker *Waker
 }
 
 // EtcdPool is a cluster's place in a NestedEtcdPool.
@@ -199,7 +203,11 @@ func All(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 	// The workload namespace and the syncer's RBAC before the syncer.
 	out = append(out, WorkloadNamespace(nc, p)...)
 	out = append(out, SyncerNodesBinding(nc, p)...)
-	return append(out, workloads...), nil
+	out = append(out, workloads...)
+	if s := WakerEndpointSlice(nc, p); s != nil {
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // Namespace is the management namespace. Pod Security enforces "baseline",

@@ -63,6 +63,9 @@ type Options struct {
 	BackupInformer informers.NestedClusterBackupInformer
 	// BackupStore keeps the backups' data; nil fails every backup.
 	BackupStore backup.Store
+	// Waker tells where capn's waker listens; nil: no wake on request (a
+	// sleeping cluster refuses connections).
+	Waker WakerEndpoints
 }
 
 // Shared is what more than one loop uses, built once by NewShared and
@@ -120,6 +123,7 @@ type ClusterController struct {
 	tenants     *tenantAccess
 	activity    *activityMonitor
 	sleeper     *sleeper
+	wakers      *wakerPorts
 	restorer    *restorer
 	finalizer   *finalizer
 }
@@ -137,6 +141,7 @@ func newClusterSteps(sh *Shared, lister listers.NestedClusterLister,
 		tenants:     newTenantAccess(e, sh.tenantClient, sh.clusters),
 		activity:    sh.activity,
 		sleeper:     &sleeper{env: e},
+		wakers:      newWakerPorts(o.Waker),
 		restorer:    &restorer{env: e, etcdAccess: sh.etcd, backups: backups, store: o.BackupStore},
 	}
 	c.finalizer = &finalizer{env: e, pools: c.pools, tenants: c.tenants, activity: c.activity}
@@ -319,6 +324,7 @@ func (c *ClusterController) reconcile(ctx context.Context, nc *v1alpha1.NestedCl
 		return failed(v1alpha1.ReasonServicesFailed, err)
 	}
 	p.Asleep = o.sleep.asleep
+	p.Waker = c.wakers.wakerFor(nc, o)
 	o.endpoint = provisioner.APIServerEndpoint(nc, p.Addresses())
 	certs, err := c.credentials.ensurePKI(ctx, nc, p, o)
 	if err != nil {

@@ -7,18 +7,21 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	discoveryv1ac "k8s.io/client-go/applyconfigurations/discovery/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	discoveryv1client "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	policyv1client "k8s.io/client-go/kubernetes/typed/policy/v1"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
@@ -66,6 +69,7 @@ var (
 	policy     = policyv1.SchemeGroupVersion.WithResource
 	networking = networkingv1.SchemeGroupVersion.WithResource
 	rbac       = rbacv1.SchemeGroupVersion.WithResource
+	discovery  = discoveryv1.SchemeGroupVersion.WithResource
 )
 
 // managedKinds are the kinds the builders render. Namespace comes first:
@@ -84,6 +88,11 @@ var managedKinds = []managedKind{
 		policyv1client.PolicyV1Interface.PodDisruptionBudgets),
 	managed(networking("networkpolicies"), networkingv1ac.ExtractNetworkPolicy, kubernetes.Interface.NetworkingV1,
 		networkingv1client.NetworkingV1Interface.NetworkPolicies),
+	// The waker's EndpointSlice (builders.WakerEndpointSlice). The
+	// EndpointSlice controller's slices of capn's Services are cached too
+	// (they carry the Services' labels): a sync reads none of them.
+	managed(discovery("endpointslices"), discoveryv1ac.ExtractEndpointSlice, kubernetes.Interface.DiscoveryV1,
+		discoveryv1client.DiscoveryV1Interface.EndpointSlices),
 	managed(rbac("rolebindings"), rbacv1ac.ExtractRoleBinding, kubernetes.Interface.RbacV1, rbacv1client.RbacV1Interface.RoleBindings),
 	managed(rbac("clusterrolebindings"), rbacv1ac.ExtractClusterRoleBinding, kubernetes.Interface.RbacV1,
 		clusterScoped(rbacv1client.RbacV1Interface.ClusterRoleBindings)),

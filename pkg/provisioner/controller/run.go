@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -24,6 +25,7 @@ import (
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	capnscheme "capn.dev/capn/pkg/generated/clientset/versioned/scheme"
 	"capn.dev/capn/pkg/generated/informers/externalversions"
+	"capn.dev/capn/pkg/provisioner/builders"
 )
 
 // eventScheme knows every kind the provisioner records Events on:
@@ -87,6 +89,15 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 			logger.Error(err, "Building provisioner controller")
 			return
 		}
+		// capn-apiserver's own endpoints: every replica runs the waker.
+		own := kubeinformers.NewSharedInformerFactoryWithOptions(mgmt, 0, kubeinformers.WithNamespace(cfg.LeaderElectNamespace),
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.LabelSelector = discoveryv1.LabelServiceName + "=" + builders.CapnAPIServerName
+			}))
+		defer own.Shutdown()
+		capnEndpoints := own.Discovery().V1().EndpointSlices().Informer()
+		ownedSlices := owned.Discovery().V1().EndpointSlices().Informer()
+		waker := informerWaker{capn: capnEndpoints.GetIndexer(), owned: ownedSlices.GetIndexer()}
 		o := Options{
 			Settings:       cfg,
 			Capn:           capnClient,
@@ -100,14 +111,20 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 			DataPlane:      deps.DataPlane,
 			Network:        deps.Network,
 			Health:         deps.Health,
+			Waker:          waker,
 		}
 		clusters, pools, backups, err := newLoops(o, caches)
 		if err != nil {
 			logger.Error(err, "Building provisioner controller")
 			return
 		}
+		if err := clusters.WatchWaker(capnEndpoints, ownedSlices.GetIndexer()); err != nil {
+			logger.Error(err, "Building provisioner controller")
+			return
+		}
 		factory.Start(ctx.Done())
 		owned.Start(ctx.Done())
+		own.Start(ctx.Done())
 		// The other loops read the clusters loop's caches: they start with it.
 		go pools.Run(ctx, clusters.Synced()...)
 		go backups.Run(ctx, clusters.Synced()...)

@@ -83,11 +83,20 @@ func inactiveSleep(nc *v1alpha1.NestedCluster, now time.Time) (idle bool, woke s
 	if nc.Spec.Sleep.AfterInactivity == nil || c.ObservedGeneration != nc.Generation {
 		return false, v1alpha1.ReasonSpecChanged
 	}
-	if t, err := time.Parse(time.RFC3339, nc.Annotations[v1alpha1.WakeRequestedAnnotation]); err == nil &&
-		t.After(c.LastTransitionTime.Time) && !t.After(now.Add(maxClockSkew)) {
-		return false, v1alpha1.ReasonWakeRequested
+	for _, w := range wakeAnnotations {
+		if t, err := time.Parse(time.RFC3339, nc.Annotations[w.annotation]); err == nil &&
+			t.After(c.LastTransitionTime.Time) && !t.After(now.Add(maxClockSkew)) {
+			return false, w.reason
+		}
 	}
 	return true, ""
+}
+
+// wakeAnnotations end a sleep for inactivity when newer than it, each
+// with its reason: a /kubeconfig request, and a connection the waker held.
+var wakeAnnotations = []struct{ annotation, reason string }{
+	{v1alpha1.WakeRequestedAnnotation, v1alpha1.ReasonWakeRequested},
+	{v1alpha1.ConnectionWakeAnnotation, v1alpha1.ReasonConnectionReceived},
 }
 
 // maxClockSkew: a wake request stamped further in the future is ignored

@@ -75,6 +75,13 @@ const BackupFinalizer = GroupName + "/backup-data"
 // when it is newer than the Inactive condition.
 const WakeRequestedAnnotation = "capn.dev/wake-requested-at"
 
+// ConnectionWakeAnnotation is set on a NestedCluster by capn's waker when
+// a connection to its apiserver's address arrives while it sleeps for
+// inactivity: the time of the connection (RFC 3339). It wakes the cluster
+// as WakeRequestedAnnotation does, with Inactive's reason
+// ReasonConnectionReceived.
+const ConnectionWakeAnnotation = "capn.dev/connection-received-at"
+
 // Condition reasons that clients may act on.
 const (
 	// ReasonImagesPresent: every component pod has its images.
@@ -106,6 +113,9 @@ const (
 	ReasonNoRequests    = "NoRequests"    // True: nobody used the apiserver for spec.sleep.afterInactivity
 	ReasonSpecChanged   = "SpecChanged"   // False: the spec changed, which wakes it
 	ReasonWakeRequested = "WakeRequested" // False: a /kubeconfig request woke it
+	// ReasonConnectionReceived (False): a connection to the apiserver's
+	// address, held by capn's waker, woke it.
+	ReasonConnectionReceived = "ConnectionReceived"
 )
 
 // Reconciled=False reasons: the sync step that failed.

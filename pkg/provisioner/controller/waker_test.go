@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"capn.dev/capn/pkg/apis/capn/v1alpha1"
+	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/pki"
+)
+
+func TestAssignWakerPort(t *testing.T) {
+	base := int32(provisioner.WakerPortBase)
+	for name, tc := range map[string]struct {
+		live     map[int32]types.UID
+		reserved map[types.UID]int32
+		want     int32
+	}{
+		"first":                        {want: base},
+		"its live slice's":             {live: map[int32]types.UID{base: "x", base + 7: "me"}, want: base + 7},
+		"its reservation":              {reserved: map[types.UID]int32{"me": base + 3}, live: map[int32]types.UID{base + 3: "x"}, want: base + 3},
+		"lowest neither live nor held": {live: map[int32]types.UID{base: "x", base + 2: "y"}, reserved: map[types.UID]int32{"z": base + 1}, want: base + 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, ok := assignWakerPort("me", tc.live, tc.reserved)
+			require.True(t, ok)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	full := map[int32]types.UID{}
+	for p := base; p < base+provisioner.WakerPortCount; p++ {
+		full[p] = "x"
+	}
+	_, ok := assignWakerPort("me", full, nil)
+	assert.False(t, ok, "every port taken")
+}
+
+// kubeWaker reads the waker slices from the fixture's management cluster.
+type kubeWaker struct {
+	kube      kubernetes.Interface
+	addresses []string
+}
+
+func (k kubeWaker) Addresses() []string { return k.addresses }
+
+func (k kubeWaker) Ports() map[int32]types.UID {
+	out := map[int32]types.UID{}
+	list, _ := k.kube.DiscoveryV1().EndpointSlices("").List(context.Background(), metav1.ListOptions{})
+	for i := range list.Items {
+		s := &list.Items[i]
+		if isWakerSlice(s) {
+			out[*s.Ports[0].Port] = types.UID(s.Labels[provisioner.OwnerUIDLabel])
+		}
+	}
+	return out
+}
+
+// While a cluster sleeps for inactivity its apiserver address leads to
+// the waker; a connection the waker held wakes it (its own reason), and
+// the address leads back to the apiserver once it is ready.
+func TestWakerWhileAsleepForInactivity(t *testing.T) {
+	nc := testCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Spec.Sleep.AfterInactivity = &metav1.Duration{Duration: 5 * time.Minute}
+	})
+	f := newFixture(t, nc)
+	f.c.wakers = newWakerPorts(kubeWaker{f.kube, []string{"10.0.0.5", "10.0.0.6"}})
+	clock := testNow
+	f.c.now = func() time.Time { return clock }
+	var mu sync.Mutex
+	f.c.activity.tenantRequests = func(context.Context, string, *pki.CA) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return 10, nil
+	}
+	step := func(d time.Duration) {
+		clock = clock.Add(d)
+		f.sync()
+		f.c.tenants.tenantWG.Wait()
+		f.c.activity.activityWG.Wait()
+		f.sync()
+	}
+	slice := func() (*discoveryv1.EndpointSlice, bool) {
+		s, err := f.kube.DiscoveryV1().EndpointSlices(managementNamespace(f.nc)).Get(context.Background(), provisioner.WakerEndpointSliceName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, false
+		}
+		require.NoError(t, err)
+		return s, true
+	}
+	f.sync()
+	f.markReady()
+	step(0)
+	_, ok := slice()
+	assert.False(t, ok, "awake: no waker")
+
+	step(6 * time.Minute)
+	step(0)
+	require.Zero(t, f.replicas()[provisioner.APIServerName], "asleep for inactivity")
+	f.markReady() // zero pods, zero ready
+	step(0)
+	s, ok := slice()
+	require.True(t, ok, "asleep for inactivity: the address leads to the waker")
+	assert.Equal(t, int32(provisioner.WakerPortBase), *s.Ports[0].Port)
+	assert.Equal(t, provisioner.APIServerName, s.Labels[discoveryv1.LabelServiceName])
+	assert.Equal(t, string(f.nc.UID), s.Labels[provisioner.OwnerUIDLabel])
+	assert.Len(t, s.Endpoints, 2)
+
+	f.setCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Annotations = map[string]string{v1alpha1.ConnectionWakeAnnotation: clock.Add(time.Second).Format(time.RFC3339)}
+	})
+	step(time.Second)
+	assert.Equal(t, int32(1), f.replicas()[provisioner.APIServerName], "a held connection wakes it")
+	c := condition(t, &f.nc.Status, v1alpha1.ConditionInactive)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, v1alpha1.ReasonConnectionReceived, c.Reason)
+	_, ok = slice()
+	assert.True(t, ok, "waking: connections are still held until the apiserver is ready")
+
+	f.markReady()
+	step(0)
+	_, ok = slice()
+	assert.False(t, ok, "awake again: the address leads to the apiserver")
+}
+
+// A sleep its owner asked for is not undone by a connection: no waker.
+func TestNoWakerWhenAskedToSleep(t *testing.T) {
+	nc := testCluster(func(nc *v1alpha1.NestedCluster) { nc.Spec.Sleep.Asleep = true })
+	f := newFixture(t, nc)
+	f.c.wakers = newWakerPorts(kubeWaker{f.kube, []string{"10.0.0.5"}})
+	f.sync()
+	f.markReady()
+	f.sync()
+	require.Zero(t, f.replicas()[provisioner.APIServerName])
+	_, err := f.kube.DiscoveryV1().EndpointSlices(managementNamespace(f.nc)).Get(context.Background(), provisioner.WakerEndpointSliceName, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+}
