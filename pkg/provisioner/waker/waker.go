@@ -177,7 +177,7 @@ func Routes(slices []any, namespaceLabels func(string) (map[string]string, bool)
 			continue
 		}
 		out[port] = route{namespace: s.Namespace, service: s.Labels[discoveryv1.LabelServiceName], portName: *s.Ports[0].Name,
-			uid: types.UID(l[provisioner.OwnerUIDLabel]),
+			uid:     types.UID(l[provisioner.OwnerUIDLabel]),
 			cluster: types.NamespacedName{Namespace: l[provisioner.ClusterNamespaceLabel], Name: l[clusterLabel]}}
 	}
 	for port := range dup {

@@ -74,8 +74,8 @@ func TestRoutesOnlyFromCapnManagementNamespaces(t *testing.T) {
 	routes := Routes([]any{
 		wakerSlice("cp-a", 40000),
 		renamed,
-		wakerSlice("wl", 40001),      // a tenant's syncer writes in its workload namespace
-		wakerSlice("foreign", 40002), // not capn's
+		wakerSlice("wl", 40001),                              // a tenant's syncer writes in its workload namespace
+		wakerSlice("foreign", 40002),                         // not capn's
 		wakerSlice("cp-d", 40003), wakerSlice("cp-e", 40003), // one port, two clusters
 		wakerSlice("missing", 40004),
 	}, w.namespaceLabels)
