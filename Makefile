@@ -73,7 +73,7 @@ run-standalone: build ## Run capn-apiserver standalone with embedded etcd (Ctrl-
 	hack/run-standalone.sh $(BIN)/capn-apiserver $(RUN_DIR) $(PORT)
 
 .PHONY: test
-test: test-unit test-fuzz-smoke test-e2e bench-scale-smoke bench-api-smoke bench-density-smoke ## Unit, integration (real embedded etcd), a 20 s run of each fuzz target, e2e (real binary + kubectl) tests, a 20-cluster bench-scale, a 20-op bench-api and a 2-tenant bench-density.
+test: test-unit test-fuzz-smoke test-e2e bench-scale-smoke bench-api-smoke bench-density-smoke bench-wake-smoke ## Unit, integration (real embedded etcd), a 20 s run of each fuzz target, e2e (real binary + kubectl) tests, a 20-cluster bench-scale, a 20-op bench-api, a 2-tenant bench-density and a 1-wake bench-wake.
 
 # The full fault matrix (issue 14); test-e2e runs its seeded smoke
 # (8 clusters, 4 kills). FAULTS_SEED replays a run.
@@ -237,6 +237,18 @@ bench-density: build tools images ## Tenants per real node, the revision before 
 .PHONY: bench-density-smoke
 bench-density-smoke: ## bench-density with 2 tenants per revision and a 20 s window (what CI runs, in `make test`).
 	$(MAKE) bench-density DENSITY_MAX=2 DENSITY_SETTLE=20s DENSITY_OUT=$(OUT)/bench-density-smoke
+
+WAKE_OUT ?= $(OUT)/bench-wake
+WAKE_RUNS ?= 10
+
+.PHONY: bench-wake
+bench-wake: build tools images ## Wake on request on the real node: request->first byte for a tenant asleep for inactivity (the waker holds the connection) against the same request awake, WAKE_RUNS times; wake.csv into WAKE_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_OUT=$(WAKE_OUT) CAPN_BENCH_WAKE_RUNS=$(WAKE_RUNS) \
+		go test -tags e2e -run '^$$' -bench '^BenchmarkWake$$' -benchtime 1x -timeout 1h -v ./test/e2e/
+
+.PHONY: bench-wake-smoke
+bench-wake-smoke: ## bench-wake with one wake (what CI runs, in `make test`).
+	$(MAKE) bench-wake WAKE_RUNS=1 WAKE_OUT=$(OUT)/bench-wake-smoke
 
 .PHONY: update
 update: ## Regenerate code in pkg/generated and pkg/apis.

@@ -90,6 +90,9 @@ type Config struct {
 	FinalizerAdminGroups []string
 	// DataPlane is the provider's side of spec.dataPlane and spec.syncer.
 	DataPlane nestedcluster.DataPlanePolicy
+	// DefaultSleepAfterInactivity, when not zero, is spec.sleep.
+	// afterInactivity of a NestedCluster created without a sleep setting.
+	DefaultSleepAfterInactivity time.Duration
 	// LivezChecks are added to /livez (the provisioner's).
 	LivezChecks []healthz.HealthChecker
 }
@@ -109,6 +112,7 @@ type completedConfig struct {
 	FinalizerAdminGroups    []string
 	LivezChecks             []healthz.HealthChecker
 	DataPlane               nestedcluster.DataPlanePolicy
+	DefaultSleep            time.Duration
 }
 
 // Complete fills in defaults; it mutates the receiver.
@@ -116,7 +120,8 @@ func (c *Config) Complete() CompletedConfig {
 	return CompletedConfig{&completedConfig{GenericConfig: c.GenericConfig.Complete(), PostStartHooks: c.PostStartHooks,
 		KubeconfigIssuer: c.KubeconfigIssuer, MaxKubeconfigExpiration: c.MaxKubeconfigExpiration,
 		JoinTokenIssuer: c.JoinTokenIssuer, MaxJoinTokenTTL: c.MaxJoinTokenTTL,
-		FinalizerAdminGroups: c.FinalizerAdminGroups, LivezChecks: c.LivezChecks, DataPlane: c.DataPlane}}
+		FinalizerAdminGroups: c.FinalizerAdminGroups, LivezChecks: c.LivezChecks, DataPlane: c.DataPlane,
+		DefaultSleep: c.DefaultSleepAfterInactivity}}
 }
 
 // Server is a running capn-apiserver.
@@ -135,9 +140,10 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	store, err := nestedcluster.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, nestedcluster.Policy{
-		Authorizer:           c.GenericConfig.Authorization.Authorizer,
-		FinalizerAdminGroups: c.FinalizerAdminGroups,
-		DataPlane:            c.DataPlane,
+		Authorizer:                  c.GenericConfig.Authorization.Authorizer,
+		FinalizerAdminGroups:        c.FinalizerAdminGroups,
+		DataPlane:                   c.DataPlane,
+		DefaultSleepAfterInactivity: c.DefaultSleep,
 		Backup: func(ctx context.Context, namespace, name string) (*capn.NestedClusterBackup, error) {
 			obj, err := backups.Backup.Get(genericapirequest.WithNamespace(ctx, namespace), name, &metav1.GetOptions{})
 			if err != nil {

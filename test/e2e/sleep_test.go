@@ -95,12 +95,61 @@ func testSleepWake(t *testing.T, admin, k framework.Kubectl, node *framework.Nod
 	wokeOnRequest := time.Since(asked)
 	tw := framework.Kubectl{Bin: k.Bin, Kubeconfig: wakeKC}
 	assert.Equal(t, "yes", tw.MustRun(t, "", "get", "configmap", "before-sleep", "-n", "default", "-o", "jsonpath={.data.kept}"))
+
+	onRequest := testWakeOnRequest(t, admin, k, tk, name, ns, webPods)
 	k.MustRun(t, "", "patch", "nc", name, "--type=merge", "-p", `{"spec":{"sleep":{"afterInactivity":null}}}`)
 
 	return fmt.Sprintf("%s: sleep --wait %s, wake --wait (to Ready) %s; control-plane RSS %.0f MiB awake, %.0f MiB asleep (%.2fx); "+
-		"afterInactivity 30s -> asleep %s after it was set; /kubeconfig -> Ready %s",
+		"afterInactivity 30s -> asleep %s after it was set; /kubeconfig -> Ready %s; %s",
 		name, slept.Round(time.Millisecond), woke.Round(time.Millisecond), float64(before)/1024, float64(asleep)/1024, float64(asleep)/float64(before),
-		idleSleep.Round(time.Millisecond), wokeOnRequest.Round(time.Millisecond))
+		idleSleep.Round(time.Millisecond), wokeOnRequest.Round(time.Millisecond), onRequest)
+}
+
+// testWakeOnRequest lets name fall asleep for inactivity again and then
+// uses it with tk, a kubeconfig issued before any of its sleeps and asked
+// for nothing since: the waker holds kubectl's connection, wakes the
+// cluster, and kubectl gets its answer. The cluster says what woke it,
+// and its workloads run again.
+func testWakeOnRequest(t *testing.T, admin, k, tk framework.Kubectl, name, ns string, webPods func() string) string {
+	t.Helper()
+	// The pods the last wake started: asleep, none runs, and asking would
+	// be a request.
+	var webBefore []string
+	framework.Eventually(t, 3*time.Minute, "app/web runs before the sleep", func() (bool, string) {
+		webBefore = strings.Fields(webPods())
+		return len(webBefore) == 2, fmt.Sprint(webBefore)
+	})
+	framework.Eventually(t, 3*time.Minute, name+" asleep for inactivity again", func() (bool, string) {
+		r := k.Run("", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Inactive")].status} {.status.conditions[?(@.type=="Sleeping")].reason}`)
+		return r.Err == nil && r.Stdout == "True Asleep", r.Stdout + r.Stderr
+	})
+	framework.Eventually(t, time.Minute, "the waker's EndpointSlice in "+ns, func() (bool, string) {
+		r := admin.Run("", "get", "endpointslice", "-n", ns, "kube-apiserver-waker", "-o", "jsonpath={.ports[0].port}")
+		return r.Err == nil && r.Stdout != "", r.Stdout + r.Stderr
+	})
+	asked := time.Now()
+	out := tk.MustRun(t, "", "get", "ns", "-o", "name")
+	answered := time.Since(asked)
+	assert.Contains(t, strings.Fields(out), "namespace/default", "answered with the unchanged kubeconfig")
+	r := k.MustRun(t, "", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Inactive")].status} {.status.conditions[?(@.type=="Inactive")].reason}`)
+	assert.Equal(t, "False "+v1alpha1.ReasonConnectionReceived, r, "woken by the held connection")
+	framework.Eventually(t, 3*time.Minute, name+" Ready after the request", func() (bool, string) {
+		r := k.Run("", "get", "nc", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return r.Err == nil && r.Stdout == "True", r.Stdout + r.Stderr
+	})
+	framework.Eventually(t, time.Minute, "the waker's EndpointSlice gone once the apiserver is ready", func() (bool, string) {
+		r := admin.Run("", "get", "endpointslice", "-n", ns, "kube-apiserver-waker", "-o", "name")
+		return r.Err != nil && strings.Contains(r.Stderr, "NotFound"), r.Stdout + r.Stderr
+	})
+	framework.Eventually(t, 3*time.Minute, "app/web runs again after the wake on request", func() (bool, string) {
+		now := strings.Fields(webPods())
+		fresh := len(now) == 2
+		for _, p := range now {
+			fresh = fresh && !slices.Contains(webBefore, p)
+		}
+		return fresh, fmt.Sprintf("before %v now %v", webBefore, now)
+	})
+	return fmt.Sprintf("asleep, `kubectl get ns` with the old kubeconfig answered in %s (the waker held it)", answered.Round(time.Millisecond))
 }
 
 func sumKiB(m map[string]int) int {

@@ -78,7 +78,8 @@ func (o *Options) Config(etcdURL string) (*apiserver.Config, error) {
 			cfg.AddReadyzChecks(frontProxyCAReady(rh.CAContentProvider))
 		}
 	}
-	out := &apiserver.Config{GenericConfig: cfg, FinalizerAdminGroups: o.FinalizerAdminGroups}
+	out := &apiserver.Config{GenericConfig: cfg, FinalizerAdminGroups: o.FinalizerAdminGroups,
+		DefaultSleepAfterInactivity: o.DefaultSleepAfterInactivity}
 	if o.Provisioner == ProvisionerPods {
 		mgmt, err := o.managementConfig()
 		if err != nil {

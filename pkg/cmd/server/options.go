@@ -75,6 +75,9 @@ type Options struct {
 	DataPlane DataPlaneOptions
 	// Network is what control-plane pods may reach.
 	Network NetworkOptions
+	// DefaultSleepAfterInactivity is given to NestedClusters created
+	// without a sleep setting (0: none).
+	DefaultSleepAfterInactivity time.Duration
 	// ManagementQPS and ManagementBurst bound capn's client of the
 	// management cluster.
 	ManagementQPS   float32
@@ -82,6 +85,9 @@ type Options struct {
 
 	Out, ErrOut io.Writer
 }
+
+// FlagDefaultSleepAfterInactivity names Options.DefaultSleepAfterInactivity.
+const FlagDefaultSleepAfterInactivity = "default-sleep-after-inactivity"
 
 // Provisioner client and concurrency defaults. Reads come from caches, so
 // the limit bounds writes: creating a cluster takes about 30 (make
@@ -171,6 +177,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"With --provisioner=pods, the directory NestedClusterBackups are kept in (one file per backup, by namespace and UID): a PersistentVolumeClaim of the provider's, mounted into capn-apiserver. Empty keeps no backups.")
 	fs.DurationVar(&o.ActivityInterval, "activity-check-interval", o.ActivityInterval,
 		"With --provisioner=pods, how often a tenant with spec.sleep.afterInactivity has its apiserver's request counters read (one small request each time); it falls asleep between afterInactivity and afterInactivity plus this after its last request.")
+	fs.DurationVar(&o.DefaultSleepAfterInactivity, FlagDefaultSleepAfterInactivity, o.DefaultSleepAfterInactivity,
+		fmt.Sprintf("spec.sleep.afterInactivity given to a NestedCluster created with no sleep setting (at least %s; 0, the default, gives none). Such a tenant's control plane sleeps when unused and wakes on its next request, which waits for the wake (seconds: docs/benchmarks.md, bench-wake); the tenant sees the value and may remove it. Existing clusters keep what they have.", validation.MinAfterInactivity))
 	fs.StringSliceVar(&o.FinalizerAdminGroups, "finalizer-admin-groups", o.FinalizerAdminGroups,
 		"Groups that may remove the capn.dev/provisioner finalizer from a NestedCluster besides capn itself: the provider's break-glass path for a control plane capn cannot delete. Tenants must never be in them; the finalizer then leaves the management namespace to the orphan sweep.")
 	fs.StringToStringVar(&o.Placement.NodeSelector, "control-plane-node-selector", o.Placement.NodeSelector,
@@ -237,6 +245,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, r.Etcd.Validate()...)
 	} else if o.EmbeddedEtcdDataDir == "" {
 		errs = append(errs, fmt.Errorf("--embedded-etcd-data-dir must be set when --etcd-servers is empty"))
+	}
+	if d := o.DefaultSleepAfterInactivity; d != 0 && d < validation.MinAfterInactivity {
+		errs = append(errs, fmt.Errorf("--%s must be 0 or at least %s, not %s", FlagDefaultSleepAfterInactivity, validation.MinAfterInactivity, d))
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay-duration must not be negative"))

@@ -84,3 +84,11 @@ func TestShutdownDelayFlag(t *testing.T) {
 	assert.Equal(t, 10*time.Second, parse(t, "--shutdown-delay-duration=10s").ShutdownDelay)
 	assert.ErrorContains(t, parse(t, "--shutdown-delay-duration=-1s").Validate(), "--shutdown-delay-duration must not be negative")
 }
+
+func TestDefaultSleepAfterInactivityFlag(t *testing.T) {
+	assert.Zero(t, parse(t).DefaultSleepAfterInactivity, "off by default")
+	o := parse(t, "--default-sleep-after-inactivity=15m")
+	assert.Equal(t, 15*time.Minute, o.DefaultSleepAfterInactivity)
+	o = parse(t, "--default-sleep-after-inactivity=10s")
+	assert.ErrorContains(t, o.Validate(), "--default-sleep-after-inactivity must be 0 or at least 30s")
+}

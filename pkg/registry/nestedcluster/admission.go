@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -34,6 +35,11 @@ type Policy struct {
 	FinalizerAdminGroups []string
 	// DataPlane is the provider's side of spec.dataPlane and spec.syncer.
 	DataPlane DataPlanePolicy
+	// DefaultSleepAfterInactivity, when not zero, is given at creation to
+	// a NestedCluster whose spec.sleep sets nothing. It is stored, so the
+	// tenant sees it and can remove it; a later change of the provider's
+	// default does not touch existing clusters.
+	DefaultSleepAfterInactivity time.Duration
 	// Backup reads the NestedClusterBackup a create's spec.restoreFrom
 	// names; nil refuses every restoreFrom.
 	Backup func(ctx context.Context, namespace, name string) (*capn.NestedClusterBackup, error)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,6 +50,9 @@ func (s nestedClusterStrategy) PrepareForCreate(_ context.Context, obj runtime.O
 	nc.Status = capn.NestedClusterStatus{}
 	nc.Generation = 1
 	s.policy.DataPlane.prepareOnCreate(nc)
+	if d := s.policy.DefaultSleepAfterInactivity; d > 0 && !nc.Spec.Sleep.Asleep && nc.Spec.Sleep.AfterInactivity == nil {
+		nc.Spec.Sleep.AfterInactivity = &metav1.Duration{Duration: d}
+	}
 }
 
 func (nestedClusterStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {

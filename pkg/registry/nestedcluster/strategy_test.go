@@ -4,8 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -335,4 +340,31 @@ func TestMemoryStorageWarning(t *testing.T) {
 	if w := status.WarningsOnUpdate(ctx, memory, memory); len(w) != 0 {
 		t.Errorf("status update should not warn, got %q", w)
 	}
+}
+
+// The provider's default sleep is given at creation to a cluster that sets
+// no sleep, stored where the tenant sees it; one that sets any is kept, and
+// an update that removes it is not defaulted again.
+func TestDefaultSleepAfterInactivityOnCreateOnly(t *testing.T) {
+	s := nestedcluster.NewStrategy(apiserver.Scheme, nestedcluster.Policy{DefaultSleepAfterInactivity: 10 * time.Minute})
+	nc := storedCluster(t)
+	nc.Spec.Sleep = capn.SleepSpec{}
+	s.PrepareForCreate(context.Background(), nc)
+	require.NotNil(t, nc.Spec.Sleep.AfterInactivity)
+	assert.Equal(t, 10*time.Minute, nc.Spec.Sleep.AfterInactivity.Duration)
+
+	own := storedCluster(t)
+	own.Spec.Sleep = capn.SleepSpec{AfterInactivity: &metav1.Duration{Duration: time.Hour}}
+	s.PrepareForCreate(context.Background(), own)
+	assert.Equal(t, time.Hour, own.Spec.Sleep.AfterInactivity.Duration)
+
+	asleep := storedCluster(t)
+	asleep.Spec.Sleep = capn.SleepSpec{Asleep: true}
+	s.PrepareForCreate(context.Background(), asleep)
+	assert.Nil(t, asleep.Spec.Sleep.AfterInactivity, "asleep: already decided")
+
+	removed := nc.DeepCopy()
+	removed.Spec.Sleep.AfterInactivity = nil
+	s.PrepareForUpdate(context.Background(), removed, nc)
+	assert.Nil(t, removed.Spec.Sleep.AfterInactivity, "removing it on update turns it off")
 }
