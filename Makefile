@@ -240,15 +240,17 @@ bench-density-smoke: ## bench-density with 2 tenants per revision and a 20 s win
 
 WAKE_OUT ?= $(OUT)/bench-wake
 WAKE_RUNS ?= 10
+# 1: also measure a tenant's cost awake and asleep per etcd placement (sleep-cost.csv).
+WAKE_COST ?= 1
 
 .PHONY: bench-wake
-bench-wake: build tools images ## Wake on request on the real node: request->first byte for a tenant asleep for inactivity (the waker holds the connection) against the same request awake, WAKE_RUNS times; wake.csv into WAKE_OUT.
-	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_OUT=$(WAKE_OUT) CAPN_BENCH_WAKE_RUNS=$(WAKE_RUNS) \
+bench-wake: build tools images ## Wake on request on the real node: request->first byte for a tenant asleep for inactivity (the waker holds the connection) against the same request awake, WAKE_RUNS times (wake.csv), then a tenant's cost awake and asleep with its etcd on EmptyDir, a PVC and a pool (sleep-cost.csv; WAKE_COST=0 skips it), into WAKE_OUT.
+	CAPN_APISERVER=$(BIN)/capn-apiserver $(CLUSTER_ENV) CAPN_BENCH_OUT=$(WAKE_OUT) CAPN_BENCH_WAKE_RUNS=$(WAKE_RUNS) CAPN_BENCH_WAKE_COST=$(WAKE_COST) \
 		go test -tags e2e -run '^$$' -bench '^BenchmarkWake$$' -benchtime 1x -timeout 1h -v ./test/e2e/
 
 .PHONY: bench-wake-smoke
 bench-wake-smoke: ## bench-wake with one wake (what CI runs, in `make test`).
-	$(MAKE) bench-wake WAKE_RUNS=1 WAKE_OUT=$(OUT)/bench-wake-smoke
+	$(MAKE) bench-wake WAKE_RUNS=1 WAKE_COST=0 WAKE_OUT=$(OUT)/bench-wake-smoke
 
 .PHONY: update
 update: ## Regenerate code in pkg/generated and pkg/apis.

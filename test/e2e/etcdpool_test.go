@@ -37,7 +37,7 @@ type poolEtcd struct {
 	root tls.Certificate
 }
 
-func startPoolEtcd(t *testing.T, c *framework.Cluster) poolEtcd {
+func startPoolEtcd(t testing.TB, c *framework.Cluster) poolEtcd {
 	t.Helper()
 	e := runTLSEtcd(t, c, poolNS, "etcd-pool")
 	rootKP, err := e.CA.ClientCert("root")
@@ -67,7 +67,7 @@ func startPoolEtcd(t *testing.T, c *framework.Cluster) poolEtcd {
 // client dials the pool from the host as whoever cert says. It names the
 // Service's address, which the serving certificate holds (gRPC takes the
 // TLS server name from the endpoint), and connects to the pod's.
-func (p poolEtcd) client(t *testing.T, c *framework.Cluster, cert tls.Certificate) *clientv3.Client {
+func (p poolEtcd) client(t testing.TB, c *framework.Cluster, cert tls.Certificate) *clientv3.Client {
 	t.Helper()
 	pod, err := c.Client.CoreV1().Pods(p.NS).Get(context.Background(), "etcd", metav1.GetOptions{})
 	require.NoError(t, err)

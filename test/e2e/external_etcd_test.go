@@ -64,7 +64,7 @@ type tlsEtcd struct {
 	CA       *framework.CA
 }
 
-func runTLSEtcd(t *testing.T, c *framework.Cluster, ns, app string) tlsEtcd {
+func runTLSEtcd(t testing.TB, c *framework.Cluster, ns, app string) tlsEtcd {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -90,6 +90,107 @@ func BenchmarkWake(b *testing.B) {
 		runs, p50.Round(time.Millisecond), p99.Round(time.Millisecond), a50.Round(time.Millisecond), a99.Round(time.Millisecond),
 		p50.Seconds()/a50.Seconds())
 	b.Logf("wrote %s", saveCSV(b, out, "wake.csv", rows))
+	if os.Getenv("CAPN_BENCH_WAKE_COST") == "1" {
+		b.Logf("wrote %s", saveCSV(b, out, "sleep-cost.csv", sleepCost(b, c, node, admin, k)))
+	}
+}
+
+// sleepCost measures, in one run, what a tenant costs awake and asleep
+// for each place its etcd can live: a managed etcd on EmptyDir (which
+// keeps running asleep), one on a PersistentVolumeClaim (which stops), and
+// a shared pool (spec.etcd.pool), whose etcd is read before the pooled
+// tenant exists and again with it asleep. RSS and CPU are read from /proc
+// for every pod of the tenant's management and workload namespaces, CPU
+// over a 30 s window.
+func sleepCost(b *testing.B, c *framework.Cluster, node *framework.Node, admin, k framework.Kubectl) [][]string {
+	b.Helper()
+	framework.DeployStorage(b, c, node, admin, repoFile(b, ""))
+	pool := startPoolEtcd(b, c)
+	poolRSS := func() float64 {
+		id := admin.MustRun(b, "", "get", "pod", "etcd", "-n", pool.NS, "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+		pid, err := node.ContainerPID(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		kib, err := framework.RSSKiB(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return float64(kib) / 1024
+	}
+	admin.MustRun(b, fmt.Sprintf("apiVersion: capn.dev/v1alpha1\nkind: NestedEtcdPool\nmetadata: {name: shared}\nspec:\n  endpoints: [%q]\n  credentialsSecretRef: {namespace: %s, name: pool-credentials}\n",
+		pool.Endpoint, poolNS), "create", "-f", "-")
+	framework.Eventually(b, time.Minute, "pool shared Available", func() (bool, string) {
+		out := admin.MustRun(b, "", "get", "nestedetcdpool", "shared", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+		return out == "True", out
+	})
+	poolBefore := poolRSS()
+	tenants := []struct{ name, etcd string }{
+		{"cost-emptydir", "{}"},
+		{"cost-pvc", "{managed: {storage: {type: PersistentVolumeClaim, size: 1Gi}}}"},
+		{"cost-pool", "{pool: shared}"},
+	}
+	for _, t := range tenants {
+		k.MustRun(b, fmt.Sprintf("apiVersion: capn.dev/v1alpha1\nkind: NestedCluster\nmetadata: {name: %s}\nspec: {etcd: %s}\n", t.name, t.etcd), "create", "-f", "-")
+	}
+	type cost struct{ rss, cpu float64 }
+	measure := func(name string) cost {
+		namespaces := []string{mgmtNamespace(b, k, name), k.MustRun(b, "", "get", "nc", name, "-o", "jsonpath={.status.workloadNamespace}")}
+		cpu0 := map[string]float64{}
+		for _, ns := range namespaces {
+			for comp, v := range podsCPUSeconds(b, admin, node, ns) {
+				cpu0[ns+"/"+comp] = v
+			}
+		}
+		start := time.Now()
+		time.Sleep(30 * time.Second) // the measurement window itself
+		var out cost
+		for _, ns := range namespaces {
+			for _, kib := range podsRSS(b, admin, node, ns) {
+				out.rss += float64(kib) / 1024
+			}
+			for comp, v := range podsCPUSeconds(b, admin, node, ns) {
+				out.cpu += v - min(cpu0[ns+"/"+comp], v)
+			}
+		}
+		out.cpu = out.cpu / time.Since(start).Seconds() * 1000
+		return out
+	}
+	rows := [][]string{{"tenant", "etcd", "state", "rss_mib", "cpu_millicores", "pool_etcd_rss_mib"}}
+	awake := map[string]cost{}
+	for _, t := range tenants {
+		framework.Eventually(b, 5*time.Minute, t.name+" Ready", func() (bool, string) {
+			r := k.Run("", "get", "nc", t.name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+			return r.Stdout == "True", r.Stdout + r.Stderr
+		})
+	}
+	for _, t := range tenants {
+		awake[t.name] = measure(t.name)
+	}
+	poolAwake := poolRSS()
+	for _, t := range tenants {
+		k.MustRun(b, "", "patch", "nc", t.name, "--type=merge", "-p", `{"spec":{"sleep":{"asleep":true}}}`)
+	}
+	for _, t := range tenants {
+		framework.Eventually(b, 4*time.Minute, t.name+" asleep", func() (bool, string) {
+			r := k.Run("", "get", "nc", t.name, "-o", `jsonpath={.status.conditions[?(@.type=="Sleeping")].reason}`)
+			return r.Stdout == v1alpha1.ReasonAsleep, r.Stdout + r.Stderr
+		})
+	}
+	poolAsleep := poolRSS()
+	for _, t := range tenants {
+		a, s := awake[t.name], measure(t.name)
+		pa, ps := "", ""
+		if t.name == "cost-pool" {
+			pa, ps = fmt.Sprintf("%.1f", poolAwake-poolBefore), fmt.Sprintf("%.1f", poolAsleep-poolBefore)
+		}
+		rows = append(rows,
+			[]string{t.name, t.etcd, "awake", fmt.Sprintf("%.1f", a.rss), fmt.Sprintf("%.1f", a.cpu), pa},
+			[]string{t.name, t.etcd, "asleep", fmt.Sprintf("%.1f", s.rss), fmt.Sprintf("%.1f", s.cpu), ps})
+		b.Logf("numbers: sleep cost: %s: awake %.0f MiB %.1f millicores; asleep %.0f MiB %.1f millicores (pool etcd +%s MiB awake, +%s asleep)",
+			t.name, a.rss, a.cpu, s.rss, s.cpu, pa, ps)
+	}
+	return rows
 }
 
 // firstByteClient returns a GET of namespace default through kubeconfig
