@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -165,17 +167,12 @@ func isWakerSlice(s *discoveryv1.EndpointSlice) bool {
 	return s.Name == provisioner.WakerEndpointSliceName && s.Labels[discoveryv1.LabelManagedBy] == provisioner.WakerManagedBy
 }
 
-// WatchWaker re-syncs every cluster with a waker EndpointSlice when
-// capn-apiserver's own endpoints change (a replica restarted elsewhere):
-// their slices must lead to the replicas that run now.
+// WatchWaker re-syncs the clusters that sleep for inactivity, and those
+// with a waker EndpointSlice, when capn-apiserver's own endpoints change:
+// their slices must list the replicas that run now, and a slice dropped
+// while no replica was ready (capn's own restart) comes back.
 func (c *ClusterController) WatchWaker(capnEndpoints cache.SharedIndexInformer, owned cache.Indexer) error {
-	resync := func(any) {
-		for _, obj := range owned.List() {
-			if s, ok := obj.(*discoveryv1.EndpointSlice); ok && isWakerSlice(s) {
-				c.enqueueOwner(s)
-			}
-		}
-	}
+	resync := func(any) { c.resyncWakers(owned) }
 	if _, err := capnEndpoints.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: resync, UpdateFunc: func(_, obj any) { resync(obj) }, DeleteFunc: resync,
 	}); err != nil {
@@ -183,4 +180,21 @@ func (c *ClusterController) WatchWaker(capnEndpoints cache.SharedIndexInformer, 
 	}
 	c.synced = append(c.synced, capnEndpoints.HasSynced)
 	return nil
+}
+
+func (c *ClusterController) resyncWakers(owned cache.Indexer) {
+	for _, obj := range owned.List() {
+		if s, ok := obj.(*discoveryv1.EndpointSlice); ok && isWakerSlice(s) {
+			c.enqueueOwner(s)
+		}
+	}
+	clusters, err := c.lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, nc := range clusters {
+		if meta.IsStatusConditionTrue(nc.Status.Conditions, v1alpha1.ConditionInactive) {
+			c.queue.Add(nc.Namespace + "/" + nc.Name)
+		}
+	}
 }

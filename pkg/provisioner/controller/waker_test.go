@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
@@ -143,4 +145,23 @@ func TestNoWakerWhenAskedToSleep(t *testing.T) {
 	require.Zero(t, f.replicas()[provisioner.APIServerName])
 	_, err := f.kube.DiscoveryV1().EndpointSlices(managementNamespace(f.nc)).Get(context.Background(), provisioner.WakerEndpointSliceName, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+}
+
+// When capn-apiserver's replicas change, every cluster asleep for
+// inactivity is synced again, with or without a waker slice: one dropped
+// while no replica was ready (capn's own restart) comes back.
+func TestWakersResyncWhenCapnEndpointsChange(t *testing.T) {
+	idle := testCluster(func(nc *v1alpha1.NestedCluster) {
+		nc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionInactive, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNoRequests}}
+	})
+	f := newFixture(t, idle)
+	awake := testCluster(func(nc *v1alpha1.NestedCluster) { nc.Name, nc.UID = "awake", "uid-awake" })
+	require.NoError(t, f.indexer.Add(awake))
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	f.c.queue = q
+	f.c.resyncWakers(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	require.Equal(t, 1, q.Len())
+	key, _ := q.Get()
+	assert.Equal(t, idle.Namespace+"/"+idle.Name, key)
 }
