@@ -53,6 +53,7 @@ func BenchmarkDensity(b *testing.B) {
 	k := admin
 	k.Namespace = "default"
 	pod := deployed.Pod.Name
+	admin.MustRun(b, "", "create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice", "-n", "default")
 
 	b.ResetTimer()
 	rows := [][]string{{"revision", "tenants", "stopped_by", "rss_per_tenant_mib", "cpu_per_tenant_millicores", "memory_used_pct", "restarts"}}
@@ -136,6 +137,9 @@ func BenchmarkDensity(b *testing.B) {
 			}
 		}
 		used := memoryUsedPct(b)
+		if fits > 0 {
+			loadTenant(b, k, names[0])
+		}
 		restarts := 0
 		for _, ns := range namespaces {
 			restarts += containerRestarts(b, admin, ns)
@@ -160,6 +164,27 @@ func BenchmarkDensity(b *testing.B) {
 	}
 	b.StopTimer()
 	b.Logf("wrote %s", saveCSV(b, out, "density.csv", rows))
+}
+
+// loadTenant puts a modest API load on one tenant of the packed node (200
+// ConfigMaps written, the list read 20 times, all deleted) while the others
+// idle: the restarts counted afterwards would show a component squeezed
+// into failing its probes, this tenant's or a neighbour's.
+func loadTenant(b *testing.B, k framework.Kubectl, name string) {
+	b.Helper()
+	tk := framework.Kubectl{Bin: k.Bin, Kubeconfig: tenantKubeconfig(b, k, "", name, "alice")}
+	var manifest strings.Builder
+	manifest.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	for i := range 200 {
+		fmt.Fprintf(&manifest, "- {apiVersion: v1, kind: ConfigMap, metadata: {name: load-%d, namespace: default, labels: {load: \"yes\"}}, data: {k: %q}}\n", i, strings.Repeat("x", 1024))
+	}
+	start := time.Now()
+	tk.MustRun(b, manifest.String(), "apply", "-f", "-")
+	for range 20 {
+		tk.MustRun(b, "", "get", "configmaps", "-n", "default", "-l", "load=yes", "-o", "name")
+	}
+	tk.MustRun(b, "", "delete", "configmaps", "-n", "default", "-l", "load=yes")
+	b.Logf("load on %s: 200 ConfigMaps written, listed 20 times and deleted in %s", name, time.Since(start).Round(time.Millisecond))
 }
 
 // pendingReason is the scheduler's message for the first Pending pod in ns
