@@ -324,7 +324,7 @@ func (c *ClusterController) reconcile(ctx context.Context, nc *v1alpha1.NestedCl
 		return failed(v1alpha1.ReasonServicesFailed, err)
 	}
 	p.Asleep = o.sleep.asleep
-	p.Waker = c.wakers.wakerFor(nc, o)
+	p.Waker = c.wakers.wakerFor(nc, p.Namespace, o)
 	o.endpoint = provisioner.APIServerEndpoint(nc, p.Addresses())
 	certs, err := c.credentials.ensurePKI(ctx, nc, p, o)
 	if err != nil {

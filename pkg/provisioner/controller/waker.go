@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,6 +25,10 @@ type WakerEndpoints interface {
 	// Ports are the ports of the live waker EndpointSlices, each with the
 	// UID of the cluster it belongs to.
 	Ports() map[int32]types.UID
+	// APIServerReady reports whether the EndpointSlice controller lists a
+	// ready kube-apiserver pod in namespace: kube-proxy can then send the
+	// address there, and the waker's slice may go.
+	APIServerReady(namespace string) bool
 }
 
 // wakerPorts hands each cluster sleeping with wake on request its own
@@ -47,7 +50,7 @@ func newWakerPorts(source WakerEndpoints) *wakerPorts {
 // between are held, not refused). A cluster put to sleep by spec.sleep.
 // asleep gets none: that sleep is its owner's word, and a connection must
 // not undo it. nil releases the cluster's port.
-func (w *wakerPorts) wakerFor(nc *v1alpha1.NestedCluster, o *observation) *builders.Waker {
+func (w *wakerPorts) wakerFor(nc *v1alpha1.NestedCluster, namespace string, o *observation) *builders.Waker {
 	if w == nil || w.source == nil {
 		return nil
 	}
@@ -58,7 +61,7 @@ func (w *wakerPorts) wakerFor(nc *v1alpha1.NestedCluster, o *observation) *build
 	}
 	want := o.sleep.asleep && o.sleep.idle
 	if !o.sleep.asleep && has {
-		want = readyAPIServers(o) == 0
+		want = !w.source.APIServerReady(namespace)
 	}
 	addresses := w.source.Addresses()
 	if !want || len(addresses) == 0 {
@@ -117,15 +120,6 @@ func assignWakerPort(uid types.UID, live map[int32]types.UID, reserved map[types
 	return 0, false
 }
 
-// readyAPIServers are the apiserver Deployment's ready replicas as
-// observed this sync.
-func readyAPIServers(o *observation) int32 {
-	if d, ok := o.workloads[provisioner.APIServerName].(*appsv1.Deployment); ok {
-		return d.Status.ReadyReplicas
-	}
-	return 0
-}
-
 // informerWaker implements WakerEndpoints over two caches: the
 // EndpointSlices of capn-apiserver's Service (capn's own namespace), and
 // capn's owned EndpointSlices, which hold the waker slices.
@@ -161,6 +155,21 @@ func (i informerWaker) Ports() map[int32]types.UID {
 		out[*s.Ports[0].Port] = types.UID(s.Labels[provisioner.OwnerUIDLabel])
 	}
 	return out
+}
+
+func (i informerWaker) APIServerReady(namespace string) bool {
+	for _, obj := range i.owned.List() {
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok || s.Namespace != namespace || isWakerSlice(s) || s.Labels[discoveryv1.LabelServiceName] != provisioner.APIServerName {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isWakerSlice(s *discoveryv1.EndpointSlice) bool {

@@ -55,6 +55,13 @@ type kubeWaker struct {
 
 func (k kubeWaker) Addresses() []string { return k.addresses }
 
+// APIServerReady plays the EndpointSlice controller from the Deployment's
+// status.
+func (k kubeWaker) APIServerReady(namespace string) bool {
+	d, err := k.kube.AppsV1().Deployments(namespace).Get(context.Background(), provisioner.APIServerName, metav1.GetOptions{})
+	return err == nil && d.Status.ReadyReplicas > 0
+}
+
 func (k kubeWaker) Ports() map[int32]types.UID {
 	out := map[int32]types.UID{}
 	list, _ := k.kube.DiscoveryV1().EndpointSlices("").List(context.Background(), metav1.ListOptions{})
@@ -164,4 +171,29 @@ func TestWakersResyncWhenCapnEndpointsChange(t *testing.T) {
 	require.Equal(t, 1, q.Len())
 	key, _ := q.Get()
 	assert.Equal(t, idle.Namespace+"/"+idle.Name, key)
+}
+
+// The waker's slice goes only once the EndpointSlice controller lists a
+// ready apiserver pod in that namespace: the waker's own slice, another
+// Service's or another namespace's do not count.
+func TestInformerWakerAPIServerReady(t *testing.T) {
+	slice := func(ns, name, service, managedBy string, ready bool) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+				discoveryv1.LabelServiceName: service, discoveryv1.LabelManagedBy: managedBy}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		}
+	}
+	owned := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, s := range []*discoveryv1.EndpointSlice{
+		slice("a", provisioner.WakerEndpointSliceName, provisioner.APIServerName, provisioner.WakerManagedBy, true),
+		slice("a", "etcd-x", provisioner.EtcdName, "endpointslice-controller.k8s.io", true),
+		slice("a", "kube-apiserver-x", provisioner.APIServerName, "endpointslice-controller.k8s.io", false),
+		slice("b", "kube-apiserver-y", provisioner.APIServerName, "endpointslice-controller.k8s.io", true),
+	} {
+		require.NoError(t, owned.Add(s))
+	}
+	w := informerWaker{owned: owned}
+	assert.False(t, w.APIServerReady("a"))
+	assert.True(t, w.APIServerReady("b"))
 }

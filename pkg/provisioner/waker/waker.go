@@ -48,12 +48,16 @@ type Config struct {
 	DialTimeout time.Duration
 	// ListenHost is the address listeners bind (empty: every address).
 	ListenHost string
+	// Linger keeps a port served, on its last route, this long after its
+	// slice is gone: kube-proxy may still send connections there.
+	Linger time.Duration
 }
 
 // DefaultConfig: 60 s covers a wake on this project's measurements
 // (make bench-wake) many times over.
 func DefaultConfig() Config {
-	return Config{HoldTimeout: time.Minute, MaxPerCluster: 64, MaxTotal: 2048, WakeInterval: 5 * time.Second, DialTimeout: 5 * time.Second}
+	return Config{HoldTimeout: time.Minute, MaxPerCluster: 64, MaxTotal: 2048, WakeInterval: 5 * time.Second, DialTimeout: 5 * time.Second,
+		Linger: 30 * time.Second}
 }
 
 // WakeFunc asks for cluster (by name, and only if its UID is uid) to wake.
@@ -81,9 +85,11 @@ type Waker struct {
 	mu        sync.Mutex
 	routes    map[int32]route
 	listeners map[int32]net.Listener
-	open      map[types.UID]int
-	total     int
-	lastWake  map[types.UID]time.Time
+	// gone: when each port still listened on lost its route (Linger).
+	gone     map[int32]time.Time
+	open     map[types.UID]int
+	total    int
+	lastWake map[types.UID]time.Time
 	// changed is closed, and replaced, whenever the caches change: held
 	// connections wait on it for a ready apiserver.
 	changed chan struct{}
@@ -94,7 +100,7 @@ type Waker struct {
 // their event handlers and Run to serve.
 func New(cfg Config, slices, namespaces cache.Indexer, wake WakeFunc) *Waker {
 	return &Waker{cfg: cfg, slices: slices, namespaces: namespaces, wake: wake, now: time.Now,
-		routes: map[int32]route{}, listeners: map[int32]net.Listener{}, open: map[types.UID]int{},
+		routes: map[int32]route{}, listeners: map[int32]net.Listener{}, gone: map[int32]time.Time{}, open: map[types.UID]int{},
 		lastWake: map[types.UID]time.Time{}, changed: make(chan struct{})}
 }
 
@@ -106,13 +112,30 @@ func (w *Waker) Changed(ctx context.Context) {
 	defer w.mu.Unlock()
 	close(w.changed)
 	w.changed = make(chan struct{})
-	w.routes = routes
+	now := w.now()
 	for port, l := range w.listeners {
-		if _, ok := routes[port]; !ok {
-			_ = l.Close() // held and passed-on connections stay
-			delete(w.listeners, port)
+		if _, ok := routes[port]; ok {
+			delete(w.gone, port)
+			continue
 		}
+		// kube-proxy follows a removed slice a moment later: until then
+		// connections still arrive here, and are passed on (the cluster
+		// is awake) rather than refused.
+		since, lingering := w.gone[port]
+		if !lingering {
+			since = now
+			w.gone[port] = now
+			time.AfterFunc(w.cfg.Linger, func() { w.Changed(ctx) })
+		}
+		if old, ok := w.routes[port]; ok && now.Sub(since) < w.cfg.Linger {
+			routes[port] = old
+			continue
+		}
+		_ = l.Close() // held and passed-on connections stay
+		delete(w.listeners, port)
+		delete(w.gone, port)
 	}
+	w.routes = routes
 	for port := range routes {
 		if _, ok := w.listeners[port]; ok {
 			continue

@@ -263,13 +263,33 @@ func TestCapsPerClusterAndTotal(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// A port no sleeping cluster holds is closed, and a route that goes away
-// stops its listener.
-func TestNoRouteNoListener(t *testing.T) {
+// A route that goes away (the cluster is awake) keeps its port served for
+// Linger, passing connections on, since kube-proxy follows a moment later;
+// then its listener stops.
+func TestRouteLingersThenStops(t *testing.T) {
 	port := freePort(t)
-	f := newFixture(t, DefaultConfig(), map[string]int32{"a": port})
+	cfg := DefaultConfig()
+	cfg.Linger = time.Second
+	f := newFixture(t, cfg, map[string]int32{"a": port})
+	backend := echo(t)
+	require.NoError(t, f.slices.Add(apiserverSlice("cp-a", backend, true)))
 	require.NoError(t, f.slices.Delete(wakerSlice("cp-a", port)))
 	f.w.Changed(f.ctx)
-	_, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), time.Second)
-	assert.Error(t, err, "nothing listens on a port without a route")
+
+	c := dial(t, port)
+	_, err := c.Write([]byte("late"))
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	got := make([]byte, 4)
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err, "a connection kube-proxy still sends is passed on")
+	assert.Zero(t, f.log.count(), "an awake cluster is not asked to wake")
+
+	require.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, 10*time.Second, 50*time.Millisecond, "nothing listens once the linger is over")
 }
