@@ -193,14 +193,14 @@ func sleepCost(b *testing.B, c *framework.Cluster, node *framework.Node, admin, 
 	return rows
 }
 
-// firstByteClient returns a GET of namespace default through kubeconfig
+// firstByteClient returns a GET of namespace default through the kubeconfig file
 // that fails the benchmark unless it is answered 200 and returns the time
 // to the answer's first byte. A fresh connection each time (no
 // keep-alive) and a TLS handshake bound above the waker's hold, so the
 // measurement is the wake's and not client-go's 10 s default.
 func firstByteClient(b *testing.B, kubeconfig string) func() time.Duration {
 	b.Helper()
-	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		b.Fatal(err)
 	}
