@@ -107,7 +107,10 @@ func New(cfg Config, slices, namespaces cache.Indexer, wake WakeFunc) *Waker {
 // Changed re-reads the routes, opens and closes listeners to match, and
 // wakes the held connections to look for their apiserver again.
 func (w *Waker) Changed(ctx context.Context) {
-	routes := Routes(w.slices.List(), w.namespaceLabels)
+	if ctx.Err() != nil {
+		return // stopped: Run closed the listeners
+	}
+	routes := routesOf(w.slices.List(), w.namespaceLabels)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	close(w.changed)
@@ -175,12 +178,12 @@ func (w *Waker) namespaceLabels(name string) (map[string]string, bool) {
 	return ns.Labels, true
 }
 
-// Routes maps waker ports to clusters from the cached EndpointSlices. A
+// routesOf maps waker ports to clusters from the cached EndpointSlices. A
 // slice counts only in a management namespace capn made (its labels,
 // which only capn writes, name the owner: a workload namespace, where a
 // tenant's syncer writes EndpointSlices, never counts), under the waker's
 // name and manager. A port two slices claim leads nowhere.
-func Routes(slices []any, namespaceLabels func(string) (map[string]string, bool)) map[int32]route {
+func routesOf(slices []any, namespaceLabels func(string) (map[string]string, bool)) map[int32]route {
 	out := map[int32]route{}
 	dup := map[int32]bool{}
 	for _, obj := range slices {

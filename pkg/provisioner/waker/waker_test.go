@@ -71,7 +71,7 @@ func TestRoutesOnlyFromCapnManagementNamespaces(t *testing.T) {
 	renamed := wakerSlice("cp-b", 40010)
 	renamed.Name = "something-else"
 	w := &Waker{namespaces: namespaces}
-	routes := Routes([]any{
+	routes := routesOf([]any{
 		wakerSlice("cp-a", 40000),
 		renamed,
 		wakerSlice("wl", 40001),                              // a tenant's syncer writes in its workload namespace
