@@ -66,7 +66,7 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		Ports:   []corev1.ContainerPort{tcpPort("https", profiles.APIServerPort)},
 		// Anonymous access to these paths is what authentication-config
 		// allows; startup covers a cold etcd and the post-start hooks.
-		StartupProbe:   startupProbe(httpsProbe(apiServerStartupPath(p.revision(component)), profiles.APIServerPort, 10, 24), p.revision(component), 240),
+		StartupProbe:   startupProbe(httpsProbe("/livez", profiles.APIServerPort, 10, 24), p.revision(component), 240),
 		LivenessProbe:  httpsProbe("/livez", profiles.APIServerPort, 10, 8),
 		ReadinessProbe: httpsProbe("/readyz", profiles.APIServerPort, 5, 3),
 		VolumeMounts: []corev1.VolumeMount{
@@ -93,17 +93,4 @@ func APIServer(nc *v1alpha1.NestedCluster, p Params) ([]Object, error) {
 		configMap(nc, p, provisioner.APIServerConfigName, component, config),
 		deployment(nc, p, provisioner.APIServerName, component, replicas, tpl, false),
 		svc), nil
-}
-
-// apiServerStartupPath is what kube-apiserver's startup probe asks. /livez
-// passes before the post-start hooks finish, so the kubelet's readiness
-// probe, run at once when startup passes, failed and came back 5 s later;
-// from ReadyStartupTemplateRevision the startup probe waits for /readyz,
-// and the pod is ready the second it can serve. A woken cluster's first
-// request waits for exactly that (wake on request).
-func apiServerStartupPath(rev int) string {
-	if rev >= ReadyStartupTemplateRevision {
-		return "/readyz"
-	}
-	return "/livez"
 }

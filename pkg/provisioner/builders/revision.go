@@ -45,13 +45,8 @@ const TemplateRevisionAnnotation = "capn.dev/template-revision"
 //	7: each component mounts its PKI from one Secret of its own
 //	   (PKISecretTemplateRevision, pkilayout.go).
 //	8: CPU requests near what an idle tenant uses
-//	   (IdleRequestsTemplateRevision, pod.go); kube-apiserver's startup
-//	   probe waits for /readyz (ReadyStartupTemplateRevision, apiserver.go).
+//	   (IdleRequestsTemplateRevision, pod.go).
 const LatestTemplateRevision = 8
-
-// ReadyStartupTemplateRevision is the first revision whose kube-apiserver
-// startup probe asks /readyz rather than /livez.
-const ReadyStartupTemplateRevision = 8
 
 // MetricsTemplateRevision is the first revision whose syncer runs the
 // metrics addon by default. A running syncer gets it when its pod rolls

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -48,19 +47,4 @@ func TestWakerEndpointSlice(t *testing.T) {
 	p.Waker.Addresses = []string{"fd00::9"}
 	p.APIServerServiceIP = "10.96.0.20"
 	assert.Nil(t, WakerEndpointSlice(nc, p), "no waker address of the Service's family: no slice (refused, as without a waker)")
-}
-
-// From ReadyStartupTemplateRevision kube-apiserver's startup probe waits
-// for /readyz, so the readiness probe the kubelet runs at once after it
-// passes; before, /livez, as it was (nothing rolls).
-func TestAPIServerStartupProbeWaitsForReadyz(t *testing.T) {
-	for rev, want := range map[int]string{ReadyStartupTemplateRevision - 1: "/livez", ReadyStartupTemplateRevision: "/readyz"} {
-		objs, err := All(cluster(), Params{TemplateRevision: rev})
-		require.NoError(t, err)
-		d := find[*appsv1.Deployment](objs, provisioner.APIServerName)
-		require.NotNil(t, d)
-		c := d.Spec.Template.Spec.Containers[0]
-		assert.Equal(t, want, c.StartupProbe.HTTPGet.Path, "revision %d", rev)
-		assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
-	}
 }
