@@ -22,8 +22,11 @@ type WakerEndpoints interface {
 	// Addresses are the ready capn-apiserver pods' addresses: every
 	// replica runs the waker.
 	Addresses() []string
-	// Ports are the ports of the live waker EndpointSlices, each with the
-	// UID of the cluster it belongs to.
+	// Port is the port of namespace's live waker EndpointSlice, if any:
+	// every sync asks, so it is a single cache lookup.
+	Port(namespace string) (int32, bool)
+	// Ports are the ports of every live waker EndpointSlice, each with the
+	// UID of the cluster it belongs to: read only to hand out a new port.
 	Ports() map[int32]types.UID
 	// APIServerReady reports whether the EndpointSlice controller lists a
 	// ready kube-apiserver pod in namespace: kube-proxy can then send the
@@ -54,23 +57,25 @@ func (w *wakerPorts) wakerFor(nc *v1alpha1.NestedCluster, namespace string, o *o
 	if w == nil || w.source == nil {
 		return nil
 	}
-	live := w.source.Ports()
-	has := false
-	for _, uid := range live {
-		has = has || uid == nc.UID
-	}
+	port, has := w.source.Port(namespace)
 	want := o.sleep.asleep && o.sleep.idle
 	if !o.sleep.asleep && has {
 		want = !w.source.APIServerReady(namespace)
 	}
-	addresses := w.source.Addresses()
-	if !want || len(addresses) == 0 {
+	if !want {
 		w.release(nc.UID)
 		return nil
 	}
-	port, ok := w.assign(nc.UID, live)
-	if !ok {
+	addresses := w.source.Addresses()
+	if len(addresses) == 0 {
+		w.release(nc.UID)
 		return nil
+	}
+	if !has {
+		var ok bool
+		if port, ok = w.assign(nc.UID, w.source.Ports()); !ok {
+			return nil
+		}
 	}
 	return &builders.Waker{Port: port, Addresses: addresses}
 }
@@ -157,8 +162,24 @@ func (i informerWaker) Ports() map[int32]types.UID {
 	return out
 }
 
+func (i informerWaker) Port(namespace string) (int32, bool) {
+	obj, ok, err := i.owned.GetByKey(namespace + "/" + provisioner.WakerEndpointSliceName)
+	if err != nil || !ok {
+		return 0, false
+	}
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || !isWakerSlice(s) || len(s.Ports) != 1 || s.Ports[0].Port == nil {
+		return 0, false
+	}
+	return *s.Ports[0].Port, true
+}
+
 func (i informerWaker) APIServerReady(namespace string) bool {
-	for _, obj := range i.owned.List() {
+	objs, err := i.owned.ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return false
+	}
+	for _, obj := range objs {
 		s, ok := obj.(*discoveryv1.EndpointSlice)
 		if !ok || s.Namespace != namespace || isWakerSlice(s) || s.Labels[discoveryv1.LabelServiceName] != provisioner.APIServerName {
 			continue

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
@@ -54,6 +55,14 @@ type kubeWaker struct {
 }
 
 func (k kubeWaker) Addresses() []string { return k.addresses }
+
+func (k kubeWaker) Port(namespace string) (int32, bool) {
+	s, err := k.kube.DiscoveryV1().EndpointSlices(namespace).Get(context.Background(), provisioner.WakerEndpointSliceName, metav1.GetOptions{})
+	if err != nil || !isWakerSlice(s) {
+		return 0, false
+	}
+	return *s.Ports[0].Port, true
+}
 
 // APIServerReady plays the EndpointSlice controller from the Deployment's
 // status.
@@ -184,7 +193,7 @@ func TestInformerWakerAPIServerReady(t *testing.T) {
 			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 		}
 	}
-	owned := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	owned := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, s := range []*discoveryv1.EndpointSlice{
 		slice("a", provisioner.WakerEndpointSliceName, provisioner.APIServerName, provisioner.WakerManagedBy, true),
 		slice("a", "etcd-x", provisioner.EtcdName, "endpointslice-controller.k8s.io", true),
@@ -196,4 +205,15 @@ func TestInformerWakerAPIServerReady(t *testing.T) {
 	w := informerWaker{owned: owned}
 	assert.False(t, w.APIServerReady("a"))
 	assert.True(t, w.APIServerReady("b"))
+	port, ok := w.Port("a")
+	assert.False(t, ok, "the waker slice has no port: not a usable route")
+	assert.Zero(t, port)
+	_, ok = w.Port("b")
+	assert.False(t, ok, "no waker slice in b")
+	withPort := slice("c", provisioner.WakerEndpointSliceName, provisioner.APIServerName, provisioner.WakerManagedBy, true)
+	withPort.Ports = []discoveryv1.EndpointPort{{Port: ptr.To[int32](40003)}}
+	require.NoError(t, owned.Add(withPort))
+	port, ok = w.Port("c")
+	assert.True(t, ok)
+	assert.Equal(t, int32(40003), port)
 }
