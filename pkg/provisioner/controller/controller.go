@@ -260,6 +260,7 @@ func (c *ClusterController) sync(ctx context.Context, key string) (time.Duration
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("nestedcluster", key))
 
 	if nc.DeletionTimestamp != nil {
+		c.wakers.release(nc.UID) // its namespace, waker slice included, goes
 		return c.finalizer.finalize(ctx, nc)
 	}
 	if nc, err = c.finalizer.ensureFinalizer(ctx, nc); err != nil {

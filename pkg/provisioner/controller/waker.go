@@ -91,6 +91,9 @@ func (w *wakerPorts) assign(uid types.UID, live map[int32]types.UID) (int32, boo
 }
 
 func (w *wakerPorts) release(uid types.UID) {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	delete(w.reserved, uid)
 	w.mu.Unlock()

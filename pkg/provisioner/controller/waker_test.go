@@ -148,6 +148,22 @@ func TestWakerWhileAsleepForInactivity(t *testing.T) {
 	step(0)
 	_, ok = slice()
 	assert.False(t, ok, "awake again: the address leads to the apiserver")
+	assert.Empty(t, f.c.wakers.reserved, "its port is free again")
+}
+
+// A cluster deleted while it sleeps gives its waker port back.
+func TestDeletedClusterReleasesItsWakerPort(t *testing.T) {
+	nc := testCluster(func(nc *v1alpha1.NestedCluster) {
+		now := metav1.NewTime(testNow)
+		nc.DeletionTimestamp = &now
+		nc.Finalizers = []string{v1alpha1.ProvisionerFinalizer}
+	})
+	f := newFixture(t, nc)
+	f.c.wakers = newWakerPorts(kubeWaker{f.kube, []string{"10.0.0.5"}})
+	f.c.wakers.reserved[nc.UID] = provisioner.WakerPortBase
+	_, err := f.c.sync(context.Background(), nc.Namespace+"/"+nc.Name)
+	require.NoError(t, err)
+	assert.Empty(t, f.c.wakers.reserved)
 }
 
 // A sleep its owner asked for is not undone by a connection: no waker.
