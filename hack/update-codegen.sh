@@ -41,3 +41,6 @@ kube::codegen::gen_client \
     --output-pkg "${THIS_PKG}/pkg/generated" \
     --boilerplate "${BOILERPLATE}" \
     "${ROOT}/pkg/apis"
+
+# The Cluster API provider's CRDs, from the OpenAPI definitions just written.
+go run ./hack/crdgen artifacts/deploy/clusterapi/crds.yaml

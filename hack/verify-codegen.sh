@@ -6,7 +6,7 @@ set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${ROOT}"
-PATHS=(pkg/generated pkg/apis hack/api-violations.list)
+PATHS=(pkg/generated pkg/apis hack/api-violations.list artifacts/deploy/clusterapi/crds.yaml)
 
 snap=$(mktemp -d)
 trap 'rm -rf "${snap}"' EXIT
@@ -21,7 +21,8 @@ trap 'restore; rm -rf "${snap}"' EXIT
 hack/update-codegen.sh >/dev/null
 if ! diff -Nru "${snap}/pkg/generated" pkg/generated >/tmp/codegen.diff ||
    ! diff -Nru "${snap}/pkg/apis" pkg/apis >>/tmp/codegen.diff ||
-   ! diff -Nu "${snap}/hack/api-violations.list" hack/api-violations.list >>/tmp/codegen.diff; then
+   ! diff -Nu "${snap}/hack/api-violations.list" hack/api-violations.list >>/tmp/codegen.diff ||
+   ! diff -Nu "${snap}/artifacts/deploy/clusterapi/crds.yaml" artifacts/deploy/clusterapi/crds.yaml >>/tmp/codegen.diff; then
   head -100 /tmp/codegen.diff
   echo "Generated code is out of date: run hack/update-codegen.sh (make update)." >&2
   exit 1

@@ -13,6 +13,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -25,7 +26,9 @@ import (
 	"capn.dev/capn/pkg/generated/clientset/versioned"
 	capnscheme "capn.dev/capn/pkg/generated/clientset/versioned/scheme"
 	"capn.dev/capn/pkg/generated/informers/externalversions"
+	"capn.dev/capn/pkg/provisioner/access"
 	"capn.dev/capn/pkg/provisioner/builders"
+	"capn.dev/capn/pkg/provisioner/clusterapi"
 )
 
 // eventScheme knows every kind the provisioner records Events on:
@@ -54,6 +57,10 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 	mgmtConfig := rest.AddUserAgent(rest.CopyConfig(deps.Management), LeaseName)
 	mgmtConfig.Wrap(countRequests)
 	mgmt, err := kubernetes.NewForConfig(mgmtConfig)
+	if err != nil {
+		return fmt.Errorf("management client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(mgmtConfig)
 	if err != nil {
 		return fmt.Errorf("management client: %w", err)
 	}
@@ -122,6 +129,10 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 			logger.Error(err, "Building provisioner controller")
 			return
 		}
+		// The Cluster API provider starts once its CRDs are served, and
+		// shares the NestedCluster cache.
+		go clusterapi.Start(ctx, clusterapi.Deps{Dynamic: dyn, Kube: mgmt, Capn: capnClient,
+			Issuer: &access.Issuer{Management: mgmt}, NestedClusters: factory.Capn().V1alpha1().NestedClusters()}, cfg.Workers)
 		factory.Start(ctx.Done())
 		owned.Start(ctx.Done())
 		own.Start(ctx.Done())
