@@ -444,4 +444,3 @@ func fromUnstructured(u *unstructured.Unstructured) (*controlplanev1alpha1.Neste
 	}
 	return &ncp, nil
 }
-
