@@ -1,18 +1,26 @@
 package clusterapi
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	capnv1alpha1 "capn.dev/capn/pkg/apis/capn/v1alpha1"
 	controlplanev1alpha1 "capn.dev/capn/pkg/apis/controlplane/v1alpha1"
+	capnfake "capn.dev/capn/pkg/generated/clientset/versioned/fake"
+	capnlisters "capn.dev/capn/pkg/generated/listers/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner/pki"
 )
 
@@ -171,4 +179,70 @@ func TestKeys(t *testing.T) {
 	assert.Equal(t, []string{"team-a/cp"}, controlPlaneKeys(cluster))
 	_ = unstructured.SetNestedField(cluster.Object, "KubeadmControlPlane", "spec", "controlPlaneRef", "kind")
 	assert.Empty(t, controlPlaneKeys(cluster))
+}
+
+// testController is a Controller over fake clients and hand-filled caches,
+// for one lifecycle function at a time.
+func testController(t *testing.T, objs ...runtime.Object) (*Controller, *capnfake.Clientset, *kubefake.Clientset) {
+	t.Helper()
+	ncIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	secretIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	capn, kube := capnfake.NewSimpleClientset(), kubefake.NewSimpleClientset()
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *capnv1alpha1.NestedCluster:
+			require.NoError(t, ncIndex.Add(o))
+		case *corev1.Secret:
+			require.NoError(t, secretIndex.Add(o))
+		}
+	}
+	return &Controller{capn: capn, kube: kube, nestedClusters: capnlisters.NewNestedClusterLister(ncIndex),
+		secrets: corelisters.NewSecretLister(secretIndex), now: time.Now}, capn, kube
+}
+
+func TestEnsureNestedClusterNeverAdopts(t *testing.T) {
+	ncp := testNCP()
+	foreign := live(ncp)
+	foreign.OwnerReferences = nil
+	c, capn, _ := testController(t, foreign)
+	_, f := c.ensureNestedCluster(context.Background(), ncp, "demo")
+	require.NotNil(t, f)
+	assert.Equal(t, ReasonNameInUse, f.reason)
+	assert.True(t, f.terminal)
+	assert.Empty(t, capn.Actions(), "a NestedCluster another owner holds is not written")
+
+	// Same name, another NestedControlPlane's UID: still not ours.
+	foreign.OwnerReferences = []metav1.OwnerReference{controllerRef(testNCP())}
+	foreign.OwnerReferences[0].UID = "other-uid"
+	c, capn, _ = testController(t, foreign)
+	_, f = c.ensureNestedCluster(context.Background(), ncp, "demo")
+	require.NotNil(t, f)
+	assert.Equal(t, ReasonNameInUse, f.reason)
+	assert.Empty(t, capn.Actions())
+}
+
+func TestEnsureNestedClusterCreatesThenUpdatesOnlyOnChange(t *testing.T) {
+	ncp := testNCP()
+	c, capn, _ := testController(t)
+	nc, f := c.ensureNestedCluster(context.Background(), ncp, "demo")
+	require.Nil(t, f)
+	assert.Equal(t, "team-a", nc.Namespace)
+	require.Len(t, capn.Actions(), 1)
+	assert.Equal(t, "create", capn.Actions()[0].GetVerb())
+
+	c, capn, _ = testController(t, live(ncp))
+	_, f = c.ensureNestedCluster(context.Background(), ncp, "demo")
+	require.Nil(t, f)
+	assert.Empty(t, capn.Actions(), "an unchanged control plane writes nothing")
+}
+
+func TestEnsureKubeconfigLeavesForeignSecret(t *testing.T) {
+	ncp := testNCP()
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-kubeconfig", Namespace: "team-a",
+		Labels: map[string]string{ClusterNameLabel: "demo"}}}
+	c, _, kube := testController(t, foreign)
+	_, f := c.ensureKubeconfig(context.Background(), ncp, "demo", readyNC(ncp, "v1.37.2", "v1.37.2"))
+	require.NotNil(t, f)
+	assert.Equal(t, ReasonSecretInUse, f.reason)
+	assert.Empty(t, kube.Actions())
 }
