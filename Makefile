@@ -39,6 +39,10 @@ tools: ## Build pinned kubectl, etcd, Kubernetes components, kube-router (the no
 	hack/build-tools.sh kubectl etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router kwok coredns metrics-server >/dev/null
 	for v in $$(go run ./hack/versions); do hack/build-tools.sh --k8s-version $$v kube-apiserver kube-controller-manager kube-scheduler >/dev/null; done
 
+.PHONY: clusterapi-tools
+clusterapi-tools: ## Build Cluster API's core manager (capi-manager) and clusterctl, pinned in hack/tools/cluster-api, into the version-keyed cache.
+	hack/build-tools.sh capi-manager clusterctl >/dev/null
+
 .PHONY: conformance-build
 conformance-build: ## Build the upstream e2e suite (e2e.test, ginkgo, agnhost) into the version-keyed cache and its agnhost, busybox and pause images into _output/conformance-images.tar (docs/conformance-build.md).
 	hack/build-tools.sh e2e.test ginkgo agnhost >/dev/null
@@ -266,6 +270,7 @@ verify: ## Codegen drift, go mod tidy drift, go vet, gofmt, CoreDNS plugin order
 	cd hack/tools/kube-router && GOWORK=off go mod tidy -diff
 	cd hack/tools/local-path-provisioner && GOWORK=off go mod tidy -diff
 	cd hack/tools/metrics-server && GOWORK=off go mod tidy -diff
+	cd hack/tools/cluster-api && GOWORK=off go mod tidy -diff
 # -trimpath and CGO_ENABLED=0 as hack/build-tools.sh builds it, so vet and
 # the test reuse its compiled packages instead of compiling CoreDNS's
 # dependencies again. The test checks the plugin order against upstream.

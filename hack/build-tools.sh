@@ -4,9 +4,10 @@
 #
 # Builds pinned, version-stamped, static binaries of the Kubernetes control
 # plane, kubectl, etcd, kwok, CoreDNS, the NetworkPolicy engine, the local
-# cluster's storage provisioner, metrics-server and the upstream conformance
-# suite (e2e.test, ginkgo, agnhost) from the Go modules under hack/tools/,
-# into a cache keyed by version:
+# cluster's storage provisioner, metrics-server, the upstream conformance
+# suite (e2e.test, ginkgo, agnhost) and Cluster API's core manager and
+# clusterctl from the Go modules under hack/tools/, into a cache keyed by
+# version:
 #
 #   ${CAPN_CACHE:-$HOME/.cache/capn}/bin/<version>/<name>
 #
@@ -18,7 +19,8 @@
 #
 # Usage:
 #   hack/build-tools.sh [--k8s-version V] [NAME...]   build NAMEs (default: all
-#                                                      but e2e.test, ginkgo, agnhost)
+#                                                      but e2e.test, ginkgo, agnhost,
+#                                                      capi-manager, clusterctl)
 #   hack/build-tools.sh --print-dir NAME               print NAME's directory, no build
 #   hack/build-tools.sh --print-path NAME              print NAME's binary path, no build
 #   hack/build-tools.sh --list                         print the known NAMEs
@@ -64,6 +66,13 @@
 #                          that way too), so the compiled packages they share
 #                          come from GOCACHE. --k8s-version does not apply.
 #                          Not built by default: see docs/conformance-build.md.
+#   hack/tools/cluster-api/ sigs.k8s.io/cluster-api: its core manager
+#                          (sigs.k8s.io/cluster-api/core, built as
+#                          capi-manager) and clusterctl, for the Cluster API
+#                          e2e only (test/framework/clusterapi.go; see its
+#                          go.mod). Keyed by the sigs.k8s.io/cluster-api
+#                          version and stamped as upstream's Makefile does
+#                          (see capi_ldflags). Not built by default.
 # A kube-* component or etcd comes from the module selected by
 # CAPN_K8S_VERSION / --k8s-version when that module has a cmd/<name> for it,
 # and from hack/tools otherwise: a second-version module only carries what a
@@ -90,7 +99,9 @@ DEFAULT_TOOLS=("${COMPONENTS[@]}" etcd kubectl kwok coredns kube-router local-pa
 # The conformance suite: minutes of extra build, wanted only by the targets
 # that run it, so not part of the default set.
 CONFORMANCE_TOOLS=(e2e.test ginkgo agnhost)
-ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${CONFORMANCE_TOOLS[@]}")
+# Cluster API: wanted only by its e2e (make clusterapi-tools), likewise.
+CLUSTERAPI_TOOLS=(capi-manager clusterctl)
+ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${CONFORMANCE_TOOLS[@]}" "${CLUSTERAPI_TOOLS[@]}")
 
 # The tools modules must resolve on their own, whatever go.work a developer
 # has lying around higher up the tree.
@@ -146,6 +157,7 @@ tool_module() {
     local-path-provisioner) printf '%s\n' "${TOOLS_DIR}/local-path-provisioner" ;;
     metrics-server) printf '%s\n' "${TOOLS_DIR}/metrics-server" ;;
     e2e.test|ginkgo|agnhost) printf '%s\n' "${TOOLS_DIR}/conformance" ;;
+    capi-manager|clusterctl) printf '%s\n' "${TOOLS_DIR}/cluster-api" ;;
     *) die "unknown tool '$1' (known: ${ALL_TOOLS[*]})" ;;
   esac
 }
@@ -164,7 +176,20 @@ tool_package() {
     e2e.test) printf '%s\n' k8s.io/kubernetes/test/e2e ;;
     ginkgo) printf '%s\n' github.com/onsi/ginkgo/v2/ginkgo ;;
     agnhost) printf '%s\n' k8s.io/kubernetes/test/images/agnhost ;;
+    # Upstream's manager image is built from this package (its Makefile's
+    # `managers` target names the binary "manager").
+    capi-manager) printf '%s\n' sigs.k8s.io/cluster-api/core ;;
+    clusterctl) printf '%s\n' sigs.k8s.io/cluster-api/cmd/clusterctl ;;
     *) printf '%s\n' "./cmd/$1" ;;
+  esac
+}
+
+# built_name NAME: the file `go build -o DIR/` writes for NAME's package (the
+# last element of its import path), when that is not NAME itself.
+built_name() {
+  case "$1" in
+    capi-manager) printf '%s\n' core ;;
+    *) printf '%s\n' "$1" ;;
   esac
 }
 
@@ -180,6 +205,7 @@ tool_version() {
     local-path-provisioner) mod_version "${dir}" github.com/rancher/local-path-provisioner ;;
     metrics-server) mod_version "${dir}" sigs.k8s.io/metrics-server ;;
     ginkgo) mod_version "${dir}" github.com/onsi/ginkgo/v2 ;;
+    capi-manager|clusterctl) mod_version "${dir}" sigs.k8s.io/cluster-api ;;
     *) mod_version "${dir}" k8s.io/kubernetes ;;
   esac
 }
@@ -213,6 +239,9 @@ build_flags() {
     done
     flags+=("-tags=selinux,notest,grpcnotrace")
   fi
+  if [[ "${dir}" == "${TOOLS_DIR}/cluster-api" ]]; then
+    ldflags+=" $(capi_ldflags)"
+  fi
   flags+=("-ldflags=${ldflags}")
   printf '%s\n' "${flags[@]}"
 }
@@ -244,6 +273,25 @@ metrics_server_ldflags() {
   date=$(cd "${dir}" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' sigs.k8s.io/metrics-server)
   [[ -n "${date}" ]] || die "no commit time for sigs.k8s.io/metrics-server ${v} (go mod download in ${dir#"${ROOT}/"})"
   printf '%s\n' "-X ${pkg}.gitVersion=${v} -X ${pkg}.buildDate=${date}"
+}
+
+# capi_ldflags: the version stamps of upstream's Makefile
+# (hack/scripts/release/version.sh sets sigs.k8s.io/cluster-api/version's
+# gitVersion, gitMajor, gitMinor, gitTreeState, buildDate and gitCommit),
+# which the manager logs at start and `clusterctl version` prints; without
+# them clusterctl calls itself a development build. gitVersion is the module
+# version, as upstream's is the release tag; buildDate is the module's commit
+# time, as for the Kubernetes stamps, so the binaries are reproducible.
+# gitCommit stays empty: the module proxy does not say which commit the tag
+# is. Applied to the whole module (both binaries share one `go build`).
+capi_ldflags() {
+  local dir=${TOOLS_DIR}/cluster-api v date major minor pkg=sigs.k8s.io/cluster-api/version
+  v=$(mod_version "${dir}" sigs.k8s.io/cluster-api)
+  date=$(cd "${dir}" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' sigs.k8s.io/cluster-api)
+  [[ -n "${date}" ]] || die "no commit time for sigs.k8s.io/cluster-api ${v} (go mod download in ${dir#"${ROOT}/"})"
+  major=${v#v}; major=${major%%.*}
+  minor=${v#v"${major}".}; minor=${minor%%.*}
+  printf '%s\n' "-X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${date}"
 }
 
 # tool_flags NAME BASEFLAGS...: NAME's go flags, from its module's
@@ -303,7 +351,7 @@ watch_outputs() {
     local -a still=()
     local n
     for n in "${pending[@]}"; do
-      if [[ -e "${out}/${n}" ]]; then
+      if [[ -e "${out}/$(built_name "${n}")" ]]; then
         log "  linked ${n} after $((SECONDS - start))s"
       else
         still+=("${n}")
@@ -352,7 +400,7 @@ build_group() {
   for n in "${names[@]}"; do
     dest=$(tool_path "${n}")
     mkdir -p "$(dirname "${dest}")"
-    mv -f "${out}/${n}" "${dest}"
+    mv -f "${out}/$(built_name "${n}")" "${dest}"
     stamp_of "${n}" "${flags[@]}" >"$(dirname "${dest}")/.${n}.stamp"
   done
   rmdir "${out}"
