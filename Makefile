@@ -93,6 +93,18 @@ test-faults: deps build tools ## The fault matrix on kwok: capn-apiserver SIGKIL
 	CAPN_FAULTS_N=$(FAULTS_N) CAPN_FAULTS_KILLS=$(FAULTS_KILLS) CAPN_FAULTS_SEED=$(FAULTS_SEED) \
 		go test -tags e2e -count=1 -timeout 60m -v -run '^TestFaultMatrix$$' ./test/e2e/
 
+# Cluster API's real core manager and clusterctl on a control-plane-only
+# management cluster (test/framework/clusterapi.go). Not part of test-e2e:
+# it needs the binaries clusterapi-tools builds, and is skipped without them.
+CLUSTERAPI_ENV = CAPI_MANAGER=$$(hack/build-tools.sh --print-path capi-manager) \
+	CLUSTERCTL=$$(hack/build-tools.sh --print-path clusterctl) \
+	CAPI_MODULE_DIR=$$(cd hack/tools/cluster-api && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)
+
+.PHONY: test-clusterapi
+test-clusterapi: tools clusterapi-tools ## Cluster API's core manager and clusterctl against a management cluster: its CRDs, RBAC and webhooks installed, a Cluster on a stand-in infrastructure provider reconciled to Provisioned, described by clusterctl, a ClusterClass validated and reconciled.
+	$(CLUSTER_ENV) $(CLUSTERAPI_ENV) \
+		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 20m -v -run '^TestClusterAPIManagerOnKubeAPIServer$$' ./test/e2e/
+
 # The HA e2e (issue 14); test-e2e runs it with 1 round.
 HA_ROUNDS ?= 3
 
