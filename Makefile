@@ -118,8 +118,8 @@ test-unit: ## Unit tests and storage tests on a real embedded etcd.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
-test-e2e: deps build tools images ## Real capn-apiserver + pinned kubectl: standalone, behind a real aggregator, and as a pod on a real kubelet node.
-	CAPN_APISERVER=$(BIN)/capn-apiserver KUBECTL_NESTED=$(BIN)/kubectl-nested $(CLUSTER_ENV) \
+test-e2e: deps build tools clusterapi-tools images ## Real capn-apiserver + pinned kubectl: standalone, behind a real aggregator, as a pod on a real kubelet node, and as a Cluster API provider beside the real Cluster API manager.
+	CAPN_APISERVER=$(BIN)/capn-apiserver KUBECTL_NESTED=$(BIN)/kubectl-nested $(CLUSTER_ENV) $(CLUSTERAPI_ENV) \
 	KWOK=$$(hack/build-tools.sh --print-path kwok) \
 	KWOK_STAGES=$$(cd hack/tools/kwok && GOWORK=off go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage \
 		go test $(GO_TEST_FLAGS) -tags e2e -count=1 -timeout 45m ./test/e2e/...

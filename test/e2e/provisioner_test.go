@@ -278,6 +278,13 @@ func TestProvisionerOnNode(t *testing.T) {
 		return
 	}
 
+	// capn as a Cluster API provider, with Cluster API's own manager on the
+	// same management cluster; its Clusters are gone when it ends.
+	t.Run("ClusterAPI", func(t *testing.T) { testClusterAPI(t, c, admin) })
+	if t.Failed() {
+		return
+	}
+
 	// The same management cluster, node and capn, now without tenants: one
 	// node's start, image import and capn deployment fewer in the suite.
 	t.Run("upgrade", func(t *testing.T) {
