@@ -47,6 +47,15 @@ func testClusterAPI(t *testing.T, c *framework.Cluster, admin framework.Kubectl)
 	k := admin
 	k.Namespace = capiNS
 	carol := []string{"--as=carol"}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, kind := range []string{"clusters.cluster.x-k8s.io", "nestedcontrolplanes", "nestedclusters", "nestedinfraclusters"} {
+			t.Logf("%s:\n%s", kind, k.Run("", "get", kind, "-o", "yaml").Stdout)
+		}
+		t.Logf("capn's provider log:\n%s", admin.Run("", "logs", "-n", "capn-system", "deploy/capn-apiserver", "--tail=2000").Stdout)
+	})
 
 	older, newest := versions.Supported[0].Default, versions.Default()
 
@@ -56,10 +65,14 @@ func testClusterAPI(t *testing.T, c *framework.Cluster, admin framework.Kubectl)
 		k.MustFail(t, "", "get", "nestedcluster", "sneaky")
 	})
 
-	// A Cluster that names a NestedControlPlane carol writes: no
-	// infrastructure (optional in the v1beta2 contract), no data plane (the
-	// ClusterClass one below has the default Shared one).
+	// A Cluster that names a NestedControlPlane and a NestedInfraCluster
+	// carol writes, with no data plane (the ClusterClass one below has the
+	// default Shared one). The infrastructure is optional in the v1beta2
+	// contract, but Cluster API v1.14.2 reports InfrastructureReady Unknown
+	// (InternalError) for a Cluster without one, so it never is Available.
 	admin.MustRun(t, clusterManifest("direct"), "create", "-n", capiNS, "-f", "-")
+	k.MustRun(t, "apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1\nkind: NestedInfraCluster\nmetadata: {name: direct}\nspec: {}\n",
+		append(carol, "create", "-f", "-")...)
 	k.MustRun(t, ncpManifest("direct", older, "  nestedCluster:\n    dataPlane: {mode: None}\n"), append(carol, "create", "-f", "-")...)
 	waitClusterAvailable(t, k, "direct")
 	out, err := capi.Clusterctl(t, "describe", "cluster", "direct", "-n", capiNS)
@@ -151,7 +164,8 @@ func testClusterAPI(t *testing.T, c *framework.Cluster, admin framework.Kubectl)
 
 func clusterManifest(name string) string {
 	return "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata:\n  name: " + name + "\nspec:\n" +
-		"  controlPlaneRef:\n    apiGroup: controlplane.cluster.x-k8s.io\n    kind: NestedControlPlane\n    name: " + name + "\n"
+		"  controlPlaneRef:\n    apiGroup: controlplane.cluster.x-k8s.io\n    kind: NestedControlPlane\n    name: " + name + "\n" +
+		"  infrastructureRef:\n    apiGroup: infrastructure.cluster.x-k8s.io\n    kind: NestedInfraCluster\n    name: " + name + "\n"
 }
 
 func ncpManifest(name, version, extra string) string {
