@@ -78,7 +78,9 @@ func testClusterAPI(t *testing.T, c *framework.Cluster, admin framework.Kubectl)
 	out, err := capi.Clusterctl(t, "describe", "cluster", "direct", "-n", capiNS)
 	require.NoError(t, err, out)
 	t.Logf("clusterctl describe cluster direct:\n%s", out)
-	assert.Regexp(t, `ClusterControlPlane.*NestedControlPlane/direct\s+True`, out)
+	assert.Regexp(t, `Cluster `+capiNS+`/direct .*True\s+Available`, out)
+	assert.Regexp(t, `NestedControlPlane `+capiNS+`/direct, `+older+`\s+1\s+1\s+1\s+True\s+AllComponentsAvailable`, out)
+	assert.Regexp(t, `NestedInfraCluster `+capiNS+`/direct\s+True\s+Provisioned`, out)
 
 	t.Run("kubeconfig Secret", func(t *testing.T) {
 		kc := capiKubeconfig(t, k, "direct")

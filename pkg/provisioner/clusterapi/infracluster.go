@@ -28,8 +28,10 @@ func (c *Controller) syncInfraCluster(ctx context.Context, key string) error {
 		return nil
 	}
 	ic.Status.Initialization.Provisioned = ptr.To(true)
+	// No message: Cluster API repeats a True condition's message in the
+	// Cluster's Available summary, where it reads like a problem.
 	meta.SetStatusCondition(&ic.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Provisioned",
-		Message: "the management cluster hosts the control plane; there is nothing to provision", ObservedGeneration: ic.Generation})
+		ObservedGeneration: ic.Generation})
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ic)
 	if err != nil {
 		return err
