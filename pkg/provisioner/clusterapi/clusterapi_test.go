@@ -246,3 +246,36 @@ func TestEnsureKubeconfigLeavesForeignSecret(t *testing.T) {
 	assert.Equal(t, ReasonSecretInUse, f.reason)
 	assert.Empty(t, kube.Actions())
 }
+
+// TestOwnerClusterNeedsBothDirections: capn acts for a Cluster only when it
+// owns the control plane by UID and its controlPlaneRef names it, so a
+// Cluster cannot claim a control plane another Cluster owns.
+func TestOwnerClusterNeedsBothDirections(t *testing.T) {
+	cluster := func(name, uid, cp string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+			"metadata": map[string]any{"name": name, "namespace": "team-a", "uid": uid},
+			"spec": map[string]any{"controlPlaneRef": map[string]any{
+				"apiGroup": controlplanev1alpha1.GroupName, "kind": "NestedControlPlane", "name": cp}}}}
+		return u
+	}
+	ncp := testNCP()
+	ncp.OwnerReferences = []metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "demo", UID: "cluster-uid"}}
+	for name, tc := range map[string]struct {
+		cluster *unstructured.Unstructured
+		want    bool
+	}{
+		"owner naming it":                {cluster("demo", "cluster-uid", "cp"), true},
+		"owner naming another":           {cluster("demo", "cluster-uid", "other"), false},
+		"same name, another UID":         {cluster("demo", "impostor-uid", "cp"), false},
+		"a Cluster that does not own it": {cluster("thief", "thief-uid", "cp"), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// Never run: its indexer is filled by hand.
+			inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+			require.NoError(t, inf.GetIndexer().Add(tc.cluster))
+			c := &Controller{clusterInformer: inf}
+			assert.Equal(t, tc.want, c.ownerCluster(ncp) != nil)
+		})
+	}
+}
