@@ -146,15 +146,22 @@ func TestRenewAt(t *testing.T) {
 	notBefore := time.Now().Truncate(time.Second)
 	data, err := pki.TenantKubeconfig("https://10.96.0.20:6443", cas.Cluster, KubeconfigUser, []string{"g"}, KubeconfigTTL, notBefore)
 	require.NoError(t, err)
-	at, err := renewAt(data)
+	at, err := renewAt(data, "https://10.96.0.20:6443")
 	require.NoError(t, err)
 	// The issuer back-dates NotBefore a little for clock skew; two thirds of
 	// the life is still well before expiry.
 	assert.WithinDuration(t, notBefore.Add(40*time.Minute), at, 6*time.Minute)
 	assert.True(t, at.Before(notBefore.Add(KubeconfigTTL)))
 
-	_, err = renewAt([]byte("not a kubeconfig"))
+	_, err = renewAt([]byte("not a kubeconfig"), "https://10.96.0.20:6443")
 	assert.Error(t, err)
+	// A kubeconfig someone else wrote into the Secret is replaced at once.
+	_, err = renewAt(data, "https://10.96.0.21:6443")
+	assert.ErrorContains(t, err, "points at")
+	other, err := pki.TenantKubeconfig("https://10.96.0.20:6443", cas.Cluster, "mallory", []string{"g"}, 100*KubeconfigTTL, notBefore)
+	require.NoError(t, err)
+	_, err = renewAt(other, "https://10.96.0.20:6443")
+	assert.ErrorContains(t, err, "mallory")
 }
 
 func TestEndpoint(t *testing.T) {

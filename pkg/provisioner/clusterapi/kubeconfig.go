@@ -39,26 +39,35 @@ func kubeconfigSecret(ncp *controlplanev1alpha1.NestedControlPlane, cluster stri
 }
 
 // renewAt is when the kubeconfig's client certificate is two thirds through
-// its life. Read from the certificate itself, not from an annotation the
-// Secret's readers could edit.
-func renewAt(kubeconfig []byte) (time.Time, error) {
+// its life. It is read from the certificate itself, not from an annotation,
+// and the Secret's readers can write it too: a kubeconfig that does not
+// point at server, or whose certificate is not capn's user's, is an error,
+// and the caller issues a new one.
+func renewAt(kubeconfig []byte, server string) (time.Time, error) {
 	cfg, err := clientcmd.Load(kubeconfig)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("kubeconfig: %w", err)
 	}
-	for _, user := range cfg.AuthInfos {
-		block, _ := pem.Decode(user.ClientCertificateData)
-		if block == nil {
-			continue
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("client certificate: %w", err)
-		}
-		life := cert.NotAfter.Sub(cert.NotBefore)
-		return cert.NotBefore.Add(life * 2 / 3), nil
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if ctx == nil || cfg.Clusters[ctx.Cluster] == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
+		return time.Time{}, errors.New("kubeconfig: no current context")
 	}
-	return time.Time{}, errors.New("kubeconfig holds no client certificate")
+	if got := cfg.Clusters[ctx.Cluster].Server; got != server {
+		return time.Time{}, fmt.Errorf("kubeconfig points at %q, not %q", got, server)
+	}
+	block, _ := pem.Decode(cfg.AuthInfos[ctx.AuthInfo].ClientCertificateData)
+	if block == nil {
+		return time.Time{}, errors.New("kubeconfig holds no client certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("client certificate: %w", err)
+	}
+	if cert.Subject.CommonName != KubeconfigUser {
+		return time.Time{}, fmt.Errorf("client certificate is %q's, not %q's", cert.Subject.CommonName, KubeconfigUser)
+	}
+	life := cert.NotAfter.Sub(cert.NotBefore)
+	return cert.NotBefore.Add(life * 2 / 3), nil
 }
 
 // ensureKubeconfig writes or renews the kubeconfig Secret, signed as
@@ -80,7 +89,7 @@ func (c *Controller) ensureKubeconfig(ctx context.Context, ncp *controlplanev1al
 	}
 	now := c.now()
 	if live != nil {
-		if at, err := renewAt(live.Data[KubeconfigKey]); err == nil && now.Before(at) {
+		if at, err := renewAt(live.Data[KubeconfigKey], nc.Status.Endpoint); err == nil && now.Before(at) {
 			return at.Sub(now), nil
 		}
 	}
@@ -91,6 +100,13 @@ func (c *Controller) ensureKubeconfig(ctx context.Context, ncp *controlplanev1al
 	}
 	if err != nil {
 		return 0, retry(fmt.Errorf("issuing kubeconfig: %w", err))
+	}
+	at, err := renewAt(data, nc.Status.Endpoint)
+	if err != nil {
+		// The issuer read an address the NestedCluster's status does not
+		// show yet; writing it would be replaced at the next sync, and that
+		// write would bring the next sync. Its status update comes first.
+		return notProvisionedRetry, nil
 	}
 	want := kubeconfigSecret(ncp, cluster, data)
 	secrets := c.kube.CoreV1().Secrets(ncp.Namespace)
@@ -108,10 +124,6 @@ func (c *Controller) ensureKubeconfig(ctx context.Context, ncp *controlplanev1al
 	}
 	if err != nil {
 		return 0, retry(fmt.Errorf("writing Secret %s: %w", name, err))
-	}
-	at, err := renewAt(data)
-	if err != nil {
-		return 0, retry(err)
 	}
 	return at.Sub(now), nil
 }
