@@ -128,6 +128,13 @@ func (k *dnsKind) sync(ctx context.Context, _ string) error {
 	}
 	svc, err := tenant.Services(names.DNSNamespace).Apply(ctx, o.Service, opts)
 	if err != nil && c.ClusterIP != "" && live == nil && apierrors.IsInvalid(err) {
+		if prev, gerr := k.hostServices.Services(k.o.WorkloadNamespace).Get(names.Host(names.DNSNamespace, names.DNSServiceName)); gerr == nil && prev.Spec.ClusterIP == c.ClusterIP {
+			// The tenant's previous kube-dns still holds the address on the
+			// host, and the collector is removing it (its tenant object is
+			// gone): try again then, so the address running pods'
+			// resolv.conf names stays kube-dns's.
+			return fmt.Errorf("the cluster DNS address %s is still held by the previous host kube-dns: %w", c.ClusterIP, err)
+		}
 		// The address kube-dns had was given to another Service on the
 		// host meanwhile: take a new one. Pods made before keep the old
 		// one in their resolv.conf until they are recreated.
