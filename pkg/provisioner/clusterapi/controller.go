@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,8 +24,6 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -49,9 +46,7 @@ type Deps struct {
 	Kube    kubernetes.Interface
 	// Capn reaches capn-apiserver itself, so every NestedCluster write goes
 	// through its API: validation, admission, /scale and /upgrade.
-	Capn versioned.Interface
-	// Metadata watches CRDs, to start once Cluster API's are installed.
-	Metadata       metadata.Interface
+	Capn           versioned.Interface
 	Issuer         Issuer
 	NestedClusters capninformers.NestedClusterInformer
 }
@@ -71,26 +66,24 @@ type Controller struct {
 	now                                         func() time.Time
 }
 
-// crdPoll is how often capn looks, in its own cache of CRD metadata, for
-// the Cluster API CRDs while they are not installed: the provider is
-// optional, and installing it later (kubectl apply -k
-// artifacts/deploy/clusterapi) needs no capn restart. The cache is one watch,
-// so a management cluster without Cluster API costs no request per poll.
-const crdPoll = 5 * time.Second
-
-// crdNames are the CRDs the provider needs.
-var crdNames = []string{
-	NestedControlPlanes.GroupResource().String(),
-	NestedInfraClusters.GroupResource().String(),
-	Clusters.GroupResource().String(),
-}
+// crdPoll is how often capn looks for the Cluster API CRDs while they are
+// not installed: the provider is optional, and installing it later (kubectl
+// apply -k artifacts/deploy/clusterapi) needs no capn restart.
+const crdPoll = 20 * time.Second
 
 // Start runs the loops until ctx ends, once the NestedControlPlane,
 // NestedInfraCluster and Cluster API Cluster kinds are served.
 func Start(ctx context.Context, deps Deps, workers int) {
 	logger := klog.FromContext(ctx).WithName("clusterapi")
 	ctx = klog.NewContext(ctx, logger)
-	if !waitForCRDs(ctx, deps) {
+	err := wait.PollUntilContextCancel(ctx, crdPoll, true, func(context.Context) (bool, error) {
+		ok := served(deps.Kube, NestedControlPlanes, NestedInfraClusters, Clusters)
+		if !ok {
+			logger.V(4).Info("Cluster API kinds not served yet", "want", []string{NestedControlPlanes.String(), NestedInfraClusters.String(), Clusters.String()})
+		}
+		return ok, nil
+	})
+	if err != nil {
 		return
 	}
 	logger.Info("Cluster API kinds served: running the NestedControlPlane provider")
@@ -108,27 +101,6 @@ func Start(ctx context.Context, deps Deps, workers int) {
 	dyn.Start(ctx.Done())
 	secrets.Start(ctx.Done())
 	c.Run(ctx, workers)
-}
-
-// waitForCRDs returns once the provider's CRDs exist (seen in a metadata
-// cache of CRDs) and discovery serves their resources; false if ctx ended.
-func waitForCRDs(ctx context.Context, deps Deps) bool {
-	crdCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	factory := metadatainformer.NewSharedInformerFactory(deps.Metadata, 0)
-	crds := factory.ForResource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).Informer()
-	factory.Start(crdCtx.Done())
-	defer factory.Shutdown()
-	err := wait.PollUntilContextCancel(ctx, crdPoll, true, func(context.Context) (bool, error) {
-		for _, name := range crdNames {
-			if _, exists, _ := crds.GetIndexer().GetByKey(name); !exists {
-				return false, nil
-			}
-		}
-		// Created, not yet necessarily served: a few reads, once.
-		return served(deps.Kube, NestedControlPlanes, NestedInfraClusters, Clusters), nil
-	})
-	return err == nil
 }
 
 // served reports whether every resource in gvrs is in discovery.

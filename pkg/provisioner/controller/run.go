@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -62,10 +61,6 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 		return fmt.Errorf("management client: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(mgmtConfig)
-	if err != nil {
-		return fmt.Errorf("management client: %w", err)
-	}
-	meta, err := metadata.NewForConfig(mgmtConfig)
 	if err != nil {
 		return fmt.Errorf("management client: %w", err)
 	}
@@ -136,7 +131,7 @@ func Start(ctx context.Context, cfg Settings, deps Deps) error {
 		}
 		// The Cluster API provider starts once its CRDs are served, and
 		// shares the NestedCluster cache.
-		go clusterapi.Start(ctx, clusterapi.Deps{Dynamic: dyn, Kube: mgmt, Metadata: meta, Capn: capnClient,
+		go clusterapi.Start(ctx, clusterapi.Deps{Dynamic: dyn, Kube: mgmt, Capn: capnClient,
 			Issuer: &access.Issuer{Management: mgmt}, NestedClusters: factory.Capn().V1alpha1().NestedClusters()}, cfg.Workers)
 		factory.Start(ctx.Done())
 		owned.Start(ctx.Done())
