@@ -66,10 +66,12 @@ type Controller struct {
 	now                                         func() time.Time
 }
 
-// crdPoll is how often capn looks for the Cluster API CRDs while they are
-// not installed: the provider is optional, and installing it later (kubectl
-// apply -k artifacts/deploy/clusterapi) needs no capn restart.
-const crdPoll = 20 * time.Second
+// crdPoll is how often capn asks discovery for the Cluster API kinds while
+// they are not served: the provider is optional, and installing it later
+// (kubectl apply -k artifacts/deploy/clusterapi) needs no capn restart. Three
+// discovery reads a minute, on a management cluster without Cluster API
+// only; once served, the loops run on watches alone.
+const crdPoll = time.Minute
 
 // Start runs the loops until ctx ends, once the NestedControlPlane,
 // NestedInfraCluster and Cluster API Cluster kinds are served.
