@@ -18,11 +18,8 @@ import (
 	"capn.dev/capn/pkg/apiserver"
 	"capn.dev/capn/pkg/crdschema"
 	capnopenapi "capn.dev/capn/pkg/generated/openapi"
+	"capn.dev/capn/pkg/provisioner/clusterapi"
 )
-
-// contractLabel tells Cluster API which of its contract versions a CRD's
-// versions implement (an underscore-separated list of the CRD's versions).
-const contractLabel = "cluster.x-k8s.io/v1beta2"
 
 // kind is one CRD: its names and the model its schema comes from.
 type kind struct {
@@ -150,7 +147,7 @@ func (k kind) crd(props *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.Custo
 	return &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
 		ObjectMeta: metav1.ObjectMeta{Name: k.plural + "." + k.group,
-			Labels: map[string]string{contractLabel: "v1alpha1"}},
+			Labels: map[string]string{clusterapi.ContractLabel: "v1alpha1"}},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: k.group, Scope: apiextensionsv1.NamespaceScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: k.plural, Singular: strings.ToLower(k.kind), Kind: k.kind,

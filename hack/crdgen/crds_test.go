@@ -9,6 +9,8 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+
+	"capn.dev/capn/pkg/provisioner/clusterapi"
 )
 
 // TestCRDsAreValid has apiextensions validate each CRD as kube-apiserver
@@ -20,7 +22,7 @@ func TestCRDsAreValid(t *testing.T) {
 	require.Len(t, crds, 4)
 	for _, crd := range crds {
 		t.Run(crd.Name, func(t *testing.T) {
-			assert.Equal(t, "v1alpha1", crd.Labels[contractLabel], "Cluster API finds the contract by this label")
+			assert.Equal(t, "v1alpha1", crd.Labels[clusterapi.ContractLabel], "Cluster API finds the contract by this label")
 			apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 			var internal apiextensions.CustomResourceDefinition
 			require.NoError(t, apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, &internal, nil))

@@ -17,6 +17,7 @@ import (
 
 	"capn.dev/capn/pkg/apis/capn/v1alpha1"
 	"capn.dev/capn/pkg/provisioner"
+	"capn.dev/capn/pkg/provisioner/clusterapi"
 	"capn.dev/capn/pkg/versions"
 	"capn.dev/capn/test/framework"
 )
@@ -139,7 +140,7 @@ func testClusterAPI(t *testing.T, c *framework.Cluster, admin framework.Kubectl)
 		admin.MustRun(t, classManifest, "apply", "--server-side", "-n", capiNS, "-f", "-")
 		admin.MustRun(t, topologyCluster("classy", newest), "create", "-n", capiNS, "-f", "-")
 		waitClusterAvailable(t, k, "classy")
-		ncp := k.MustRun(t, "", "get", "ncp", "-l", "cluster.x-k8s.io/cluster-name=classy", "-o", "jsonpath={.items[0].metadata.name}")
+		ncp := k.MustRun(t, "", "get", "ncp", "-l", clusterapi.ClusterNameLabel+"=classy", "-o", "jsonpath={.items[0].metadata.name}")
 		assert.Equal(t, newest, k.MustRun(t, "", "get", "nestedcluster", ncp, "-o", "jsonpath={.spec.version}"))
 		tenant := framework.Kubectl{Bin: k.Bin, Kubeconfig: capiKubeconfig(t, k, "classy")}
 		assert.Contains(t, tenant.MustRun(t, "", "get", "ns"), "kube-system")
@@ -158,7 +159,7 @@ func testClusterAPI(t *testing.T, c *framework.Cluster, admin framework.Kubectl)
 		for _, kind := range []string{"nestedcontrolplanes.controlplane.cluster.x-k8s.io", "nestedclusters.capn.dev", "nestedinfraclusters.infrastructure.cluster.x-k8s.io"} {
 			assert.Empty(t, strings.TrimSpace(k.MustRun(t, "", "get", kind, "-o", "name")), kind)
 		}
-		assert.Empty(t, strings.TrimSpace(k.MustRun(t, "", "get", "secret", "-l", "cluster.x-k8s.io/cluster-name", "-o", "name")))
+		assert.Empty(t, strings.TrimSpace(k.MustRun(t, "", "get", "secret", "-l", clusterapi.ClusterNameLabel, "-o", "name")))
 		framework.Eventually(t, 2*time.Minute, "management namespaces gone", func() (bool, string) {
 			r := admin.Run("", append([]string{"get", "ns", "--ignore-not-found", "-o", "name"}, namespaces...)...)
 			return r.Err == nil && strings.TrimSpace(r.Stdout) == "", r.Stdout + r.Stderr

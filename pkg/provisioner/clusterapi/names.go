@@ -11,6 +11,9 @@ import (
 const (
 	// ClusterGroup is Cluster API's core group.
 	ClusterGroup = "cluster.x-k8s.io"
+	// ContractLabel, on a provider's CRD, tells Cluster API which of the
+	// CRD's versions implement contract v1beta2 (underscore-separated).
+	ContractLabel = ClusterGroup + "/v1beta2"
 	// ClusterNameLabel names the Cluster an object belongs to; Cluster API
 	// sets it on the control plane and reads it on the kubeconfig Secret.
 	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
@@ -58,7 +61,6 @@ const (
 	ReasonReconciled        = "Reconciled"
 	ReasonPaused            = "Paused"
 	ReasonNotPaused         = "NotPaused"
-	ReasonDeleting          = "Deleting"
 )
 
 // Resources the loops watch.
